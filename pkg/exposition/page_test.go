@@ -148,7 +148,7 @@ func TestBlankValuesAreNotExported(t *testing.T) {
 	t.Parallel()
 	set := []fields.Field{mustField(t, "DCGM_FI_DEV_GPU_UTIL"), mustField(t, "DCGM_FI_DEV_GPU_TEMP")}
 	s := testSample(t, 2, set)
-	s.Set(0, 0, source.Value{})                 // blank
+	s.Set(0, 0, source.Value{})                   // blank
 	s.Set(1, 0, source.StringValue("<<<NULL>>>")) // a string never becomes a number
 	s.Set(1, 1, source.Value{})
 	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: allTargets(s)})

@@ -1,0 +1,536 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-exporter/gpu-exporter/etc"
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// DCGM field ids the simulator treats specially (a test checks them
+// against the catalog).
+const (
+	fieldGPUUtil    = 203 // DCGM_FI_DEV_GPU_UTIL: Blank under MIG
+	fieldXID        = 230 // DCGM_FI_DEV_XID_ERRORS: set by xid faults
+	fieldFBTotal    = 250 // DCGM_FI_DEV_FB_TOTAL: defaults to memory_mib
+	fieldFBFree     = 251 // DCGM_FI_DEV_FB_FREE: derived from the others
+	fieldFBUsed     = 252 // DCGM_FI_DEV_FB_USED
+	fieldFBReserved = 253 // DCGM_FI_DEV_FB_RESERVED
+)
+
+// Limits that keep a mistyped count from exhausting memory.
+const (
+	maxGPUs        = 1024
+	maxMemoryMiB   = 1 << 24 // 16 TiB
+	maxInstanceID  = 1000
+	maxXID         = 1 << 31
+	builtinDir     = "sim"
+	builtinDisplay = "etc/sim"
+)
+
+// Scenario is a parsed and validated simulation: entities, their fields as
+// functions of elapsed time, pods and faults. It is immutable and safe for
+// concurrent use.
+type Scenario struct {
+	name string
+	// entities is the full inventory (no GPU lost): GPUs by index, then MIG
+	// instances by GPU and instance id; specs holds their fields.
+	entities []source.Entity
+	specs    []map[uint16]*fieldSpec
+	pods     []podTemplate
+	outages  []window
+	xids     []xidFault // by time
+	timeline []segment  // by from; the inventory as GPUs are lost
+}
+
+// Name returns the scenario's name, which seeds its derived ids.
+func (s *Scenario) Name() string { return s.name }
+
+// Load reads and parses a scenario file.
+func Load(file string) (*Scenario, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return Parse(file, data)
+}
+
+// LoadBuiltin parses one of the scenarios embedded from etc/sim, by name
+// without extension ("demo").
+func LoadBuiltin(name string) (*Scenario, error) {
+	data, err := fs.ReadFile(etc.FS, builtinDir+"/"+name+".yaml")
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
+			return nil, fmt.Errorf("scenario %q is not built in (built in: %s)", name, strings.Join(Builtins(), ", "))
+		}
+		return nil, fmt.Errorf("scenario %q: %w", name, err)
+	}
+	return Parse(builtinDisplay+"/"+name+".yaml", data)
+}
+
+// Builtins returns the names of the embedded scenarios, sorted.
+func Builtins() []string {
+	files, _ := fs.Glob(etc.FS, builtinDir+"/*.yaml") // the pattern is valid
+	names := make([]string, 0, len(files))
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(path.Base(f), ".yaml"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Parse parses a scenario; file names it in errors, and its base name is
+// the scenario's name unless the scenario sets one.
+func Parse(file string, data []byte) (*Scenario, error) {
+	cat, err := fields.New()
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: file, catalog: cat}
+	root, err := d.document(data)
+	if err != nil {
+		return nil, err
+	}
+	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "pods", "faults")
+	if err != nil {
+		return nil, err
+	}
+	if err := o.require("gpus"); err != nil {
+		return nil, err
+	}
+	b := &builder{d: d, scn: &Scenario{}}
+	if b.scn.name, err = o.str("name"); err != nil {
+		return nil, err
+	}
+	if b.scn.name == "" {
+		b.scn.name = strings.TrimSuffix(path.Base(strings.ReplaceAll(file, "\\", "/")), path.Ext(file))
+	}
+	if b.driver, err = o.str("driver_version"); err != nil {
+		return nil, err
+	}
+	if n, p := o.at("defaults"); n != nil {
+		if err := b.defaults(n, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.gpus(o.at("gpus")); err != nil {
+		return nil, err
+	}
+	if n, p := o.at("faults"); n != nil {
+		if err := b.faults(n, p); err != nil {
+			return nil, err
+		}
+	}
+	if n, p := o.at("pods"); n != nil {
+		if err := b.pods(n, p); err != nil {
+			return nil, err
+		}
+	}
+	b.finish()
+	return b.scn, nil
+}
+
+// builder holds what parsing needs beyond the finished Scenario.
+type builder struct {
+	d           *decoder
+	scn         *Scenario
+	driver      string
+	defFields   map[uint16]*template
+	defMIG      map[uint16]*template
+	gpuList     []*simGPU
+	uuids, pcis map[string]string // id -> path that set it, for duplicate errors
+	lost        []lostFault
+}
+
+// simGPU is one physical GPU after count expansion.
+type simGPU struct {
+	entity    source.Entity
+	specs     map[uint16]*fieldSpec
+	instances []*simInstance // by instance id
+}
+
+type simInstance struct {
+	entity source.Entity
+	specs  map[uint16]*fieldSpec
+}
+
+func (g *simGPU) instance(id int) *simInstance {
+	for _, in := range g.instances {
+		if in.entity.GPUInstance == id {
+			return in
+		}
+	}
+	return nil
+}
+
+func (b *builder) defaults(n *yaml.Node, p string) error {
+	o, err := b.d.object(n, p, "fields", "mig_fields")
+	if err != nil {
+		return err
+	}
+	if v, vp := o.at("fields"); v != nil {
+		if b.defFields, err = b.d.fieldMap(v, vp, fields.LevelGPU); err != nil {
+			return err
+		}
+	}
+	if v, vp := o.at("mig_fields"); v != nil {
+		if b.defMIG, err = b.d.fieldMap(v, vp, fields.LevelGPUInstance); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) gpus(n *yaml.Node, p string) error {
+	items, err := b.d.list(n, p)
+	if err != nil {
+		return err
+	}
+	b.uuids, b.pcis = map[string]string{}, map[string]string{}
+	for i, item := range items {
+		if err := b.gpu(item, indexPath(p, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) gpu(n *yaml.Node, p string) error {
+	d := b.d
+	o, err := d.object(n, p, "model", "memory_mib", "count", "uuid", "pci_bus_id", "fields", "mig")
+	if err != nil {
+		return err
+	}
+	if err := o.require("model", "memory_mib"); err != nil {
+		return err
+	}
+	model, err := o.str("model")
+	if err != nil {
+		return err
+	}
+	mem, err := o.integer("memory_mib", 1, maxMemoryMiB)
+	if err != nil {
+		return err
+	}
+	count := int64(1)
+	if o.has("count") {
+		if count, err = o.integer("count", 1, maxGPUs); err != nil {
+			return err
+		}
+	}
+	if len(b.gpuList)+int(count) > maxGPUs {
+		return d.errf(o.node, p, "more than %d GPUs", maxGPUs)
+	}
+	uuid, pci, err := b.gpuIDs(o, count)
+	if err != nil {
+		return err
+	}
+	var own map[uint16]*template
+	if v, vp := o.at("fields"); v != nil {
+		if own, err = d.fieldMap(v, vp, fields.LevelGPU); err != nil {
+			return err
+		}
+	}
+	var migs []migDef
+	if v, vp := o.at("mig"); v != nil {
+		if migs, err = b.migDefs(v, vp, mem); err != nil {
+			return err
+		}
+		if t := own[fieldGPUUtil]; t != nil && t.gen != nil {
+			return d.errf(t.keyNode, keyPath(p, "fields"), "%s is blank for a GPU in MIG mode, as DCGM reports it; set the instances' DCGM_FI_PROF_GR_ENGINE_ACTIVE instead", t.field.DCGMName)
+		}
+	}
+	for range count {
+		idx := len(b.gpuList)
+		g := &simGPU{entity: source.Entity{
+			Kind:        source.GPU,
+			GPU:         idx,
+			UUID:        uuid,
+			Device:      "nvidia" + strconv.Itoa(idx),
+			Model:       model,
+			PCIBusID:    pci,
+			MemoryBytes: uint64(mem) << 20,
+		}}
+		if g.entity.UUID == "" {
+			g.entity.UUID = gpuUUID(b.scn.name, idx)
+		}
+		if g.entity.PCIBusID == "" {
+			g.entity.PCIBusID = pciBusID(idx)
+		}
+		if err := b.claim(o, g.entity.UUID, g.entity.PCIBusID); err != nil {
+			return err
+		}
+		salt := uint64(idx) << 16
+		g.specs = merge(salt, mem, b.defFields, own)
+		if len(migs) > 0 {
+			delete(g.specs, fieldGPUUtil)
+		}
+		for _, m := range migs {
+			in := &simInstance{entity: g.entity}
+			in.entity.Kind = source.GPUInstance
+			in.entity.MemoryBytes = uint64(m.memMiB) << 20
+			in.entity.GPUInstance = m.id
+			in.entity.ComputeInstance = -1
+			in.entity.MIGProfile = m.profile
+			in.entity.MIGUUID = m.uuid
+			if in.entity.MIGUUID == "" {
+				in.entity.MIGUUID = migUUID(b.scn.name, idx, m.id)
+			}
+			if err := b.claim(o, in.entity.MIGUUID, ""); err != nil {
+				return err
+			}
+			in.specs = merge(salt+uint64(m.id)+1, m.memMiB, b.defMIG, m.fields)
+			g.instances = append(g.instances, in)
+		}
+		sort.Slice(g.instances, func(i, j int) bool { return g.instances[i].entity.GPUInstance < g.instances[j].entity.GPUInstance })
+		b.gpuList = append(b.gpuList, g)
+	}
+	return nil
+}
+
+// gpuIDs reads the optional uuid and pci_bus_id, which name one GPU only.
+func (b *builder) gpuIDs(o *object, count int64) (uuid, pci string, err error) {
+	for _, key := range []string{"uuid", "pci_bus_id"} {
+		if v, vp := o.at(key); v != nil && count > 1 {
+			return "", "", b.d.errf(v, vp, "cannot be combined with count %d: each GPU needs its own", count)
+		}
+	}
+	if uuid, err = o.str("uuid"); err != nil {
+		return "", "", err
+	}
+	if v, vp := o.at("uuid"); v != nil && !strings.HasPrefix(uuid, "GPU-") {
+		return "", "", b.d.errf(v, vp, "GPU UUID %q does not start with GPU-", uuid)
+	}
+	pci, err = o.str("pci_bus_id")
+	return uuid, pci, err
+}
+
+// claim records the ids of one entity and rejects duplicates.
+func (b *builder) claim(o *object, uuid, pci string) error {
+	if prev, dup := b.uuids[uuid]; dup {
+		return b.d.errf(o.node, o.path, "UUID %s is also used by %s", uuid, prev)
+	}
+	b.uuids[uuid] = o.path
+	if pci == "" {
+		return nil
+	}
+	if prev, dup := b.pcis[pci]; dup {
+		return b.d.errf(o.node, o.path, "PCI bus id %s is also used by %s", pci, prev)
+	}
+	b.pcis[pci] = o.path
+	return nil
+}
+
+// migDef is one MIG GPU instance as written.
+type migDef struct {
+	profile string
+	id      int
+	memMiB  int64
+	uuid    string
+	fields  map[uint16]*template
+}
+
+func (b *builder) migDefs(n *yaml.Node, p string, gpuMiB int64) ([]migDef, error) {
+	d := b.d
+	items, err := d.list(n, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, d.errf(resolve(n), p, "a GPU in MIG mode needs at least one instance (leave mig out otherwise)")
+	}
+	var out []migDef
+	seen := map[int]int{}
+	total := int64(0)
+	for i, item := range items {
+		ip := indexPath(p, i)
+		o, err := d.object(item, ip, "profile", "gpu_instance", "memory_mib", "uuid", "fields")
+		if err != nil {
+			return nil, err
+		}
+		if err := o.require("profile", "gpu_instance", "memory_mib"); err != nil {
+			return nil, err
+		}
+		var m migDef
+		if m.profile, err = o.str("profile"); err != nil {
+			return nil, err
+		}
+		id, err := o.integer("gpu_instance", 0, maxInstanceID)
+		if err != nil {
+			return nil, err
+		}
+		m.id = int(id)
+		if prev, dup := seen[m.id]; dup {
+			v, vp := o.at("gpu_instance")
+			return nil, d.errf(v, vp, "GPU instance %d is also %s", m.id, indexPath(p, prev))
+		}
+		seen[m.id] = i
+		if m.memMiB, err = o.integer("memory_mib", 1, maxMemoryMiB); err != nil {
+			return nil, err
+		}
+		total += m.memMiB
+		if m.uuid, err = o.str("uuid"); err != nil {
+			return nil, err
+		}
+		if v, vp := o.at("uuid"); v != nil && !strings.HasPrefix(m.uuid, "MIG-") {
+			return nil, d.errf(v, vp, "MIG UUID %q does not start with MIG-", m.uuid)
+		}
+		if v, vp := o.at("fields"); v != nil {
+			if m.fields, err = d.fieldMap(v, vp, fields.LevelGPUInstance); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, m)
+	}
+	if total > gpuMiB {
+		return nil, d.errf(resolve(n), p, "instances hold %d MiB, more than the GPU's %d MiB", total, gpuMiB)
+	}
+	return out, nil
+}
+
+// merge instantiates one entity's fields: defaults, overridden by its own,
+// then the framebuffer derivations. Explicitly blank fields stay blank.
+func merge(salt uint64, memMiB int64, defaults, own map[uint16]*template) map[uint16]*fieldSpec {
+	specs := make(map[uint16]*fieldSpec, len(defaults)+len(own)+2)
+	for id, t := range defaults {
+		specs[id] = t.instantiate(salt)
+	}
+	for id, t := range own {
+		specs[id] = t.instantiate(salt)
+	}
+	if specs[fieldFBTotal] == nil {
+		specs[fieldFBTotal] = &fieldSpec{gen: constant{float64(memMiB)}, integer: true}
+	}
+	if used := specs[fieldFBUsed]; specs[fieldFBFree] == nil && used != nil && used.gen != nil {
+		free := &freeMemory{total: specs[fieldFBTotal], used: used, reserved: specs[fieldFBReserved]}
+		specs[fieldFBFree] = &fieldSpec{gen: free, integer: used.integer}
+	}
+	return specs
+}
+
+// finish lays out the entities, applies the XID faults and builds the
+// inventory timeline.
+func (b *builder) finish() {
+	s := b.scn
+	for _, g := range b.gpuList {
+		s.entities = append(s.entities, g.entity)
+		s.specs = append(s.specs, g.specs)
+	}
+	for _, g := range b.gpuList {
+		for _, in := range g.instances {
+			s.entities = append(s.entities, in.entity)
+			s.specs = append(s.specs, in.specs)
+		}
+	}
+	sort.SliceStable(s.xids, func(i, j int) bool { return s.xids[i].at < s.xids[j].at })
+	for _, x := range s.xids {
+		specs := s.specs[x.gpu]
+		sp := specs[fieldXID]
+		if sp == nil {
+			sp = &fieldSpec{integer: true}
+			specs[fieldXID] = sp
+		}
+		sp.xids = append(sp.xids, x)
+	}
+	for _, specs := range s.specs {
+		for id, sp := range specs {
+			if sp.gen == nil && len(sp.xids) == 0 {
+				delete(specs, id)
+			}
+		}
+	}
+	s.timeline = buildTimeline(b.driver, s.entities, len(b.gpuList), b.lost)
+}
+
+// segment is the inventory from one elapsed time until the next segment.
+type segment struct {
+	from time.Duration
+	inv  *source.Inventory
+	// rows maps an inventory row to its index in Scenario.entities; gpuRow
+	// maps a GPU index to its inventory row, -1 while the GPU is lost.
+	rows   []int
+	gpuRow []int
+}
+
+func buildTimeline(driver string, entities []source.Entity, gpus int, lost []lostFault) []segment {
+	points := []time.Duration{0}
+	for _, l := range lost {
+		points = append(points, l.from)
+		if !l.open {
+			points = append(points, l.until)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return points[i] < points[j] })
+	var timeline []segment
+	byKey := map[string]segment{}
+	prevKey := ""
+	for i, t := range points {
+		if i > 0 && t == points[i-1] {
+			continue
+		}
+		gone := make([]byte, gpus)
+		for _, l := range lost {
+			if l.contains(t) {
+				gone[l.gpu] = 1
+			}
+		}
+		key := string(gone)
+		if len(timeline) > 0 && key == prevKey {
+			continue
+		}
+		prevKey = key
+		seg, ok := byKey[key]
+		if !ok {
+			seg = newSegment(driver, entities, gpus, gone)
+			byKey[key] = seg
+		}
+		seg.from = t
+		timeline = append(timeline, seg)
+	}
+	return timeline
+}
+
+func newSegment(driver string, entities []source.Entity, gpus int, gone []byte) segment {
+	seg := segment{inv: &source.Inventory{DriverVersion: driver}, gpuRow: make([]int, gpus)}
+	for i := range seg.gpuRow {
+		seg.gpuRow[i] = -1
+	}
+	for i, e := range entities {
+		if gone[e.GPU] == 1 {
+			continue
+		}
+		if e.Kind == source.GPU {
+			seg.gpuRow[e.GPU] = len(seg.rows)
+		}
+		seg.rows = append(seg.rows, i)
+		seg.inv.Entities = append(seg.inv.Entities, e)
+	}
+	return seg
+}
+
+// segmentAt returns the inventory segment in force at elapsed time t.
+func (s *Scenario) segmentAt(t time.Duration) *segment {
+	i := sort.Search(len(s.timeline), func(i int) bool { return s.timeline[i].from > t }) - 1
+	return &s.timeline[max(i, 0)]
+}
+
+// outageAt returns the outage window containing t, if any.
+func (s *Scenario) outageAt(t time.Duration) (window, bool) {
+	for _, w := range s.outages {
+		if w.contains(t) {
+			return w, true
+		}
+	}
+	return window{}, false
+}
