@@ -1,0 +1,74 @@
+package podresources
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reasons of gpu_exporter_podresources_errors_total.
+const (
+	// reasonDial: the socket is missing or no connection could be made.
+	reasonDial = "dial"
+	// reasonTimeout: connected, but List did not answer within CallTimeout.
+	reasonTimeout = "timeout"
+	// reasonList: List failed otherwise (an error status, a reply that does
+	// not decode).
+	reasonList = "list"
+	// reasonAllocatable: GetAllocatableResources failed (other than
+	// Unimplemented, which only turns the call off).
+	reasonAllocatable = "allocatable"
+	// reasonMalformedID: a device id that does not parse appeared.
+	reasonMalformedID = "malformed_id"
+)
+
+type metrics struct {
+	up           prometheus.Gauge
+	errors       *prometheus.CounterVec
+	listDuration prometheus.Histogram
+	refreshes    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		up: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_podresources_up",
+			Help: "Whether the last kubelet pod-resources List succeeded (1) or not (0); while 0 no series carries pod labels.",
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpu_exporter_podresources_errors_total",
+			Help: "Kubelet pod-resources failures by reason: dial (socket missing or unreachable), timeout, list, allocatable, malformed_id (counted once per id as it appears).",
+		}, []string{"reason"}),
+		listDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpu_exporter_podresources_list_duration_seconds",
+			Help:    "Duration of kubelet pod-resources List calls, failed ones included.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		refreshes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpu_exporter_podresources_refreshes_total",
+			Help: "Attribution refreshes attempted; each makes one kubelet List call unless the socket is missing.",
+		}),
+	}
+	for _, r := range []string{reasonDial, reasonTimeout, reasonList, reasonAllocatable, reasonMalformedID} {
+		m.errors.WithLabelValues(r)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.up, m.errors, m.listDuration, m.refreshes} {
+		if err := reg.Register(c); err != nil {
+			m.unregister(reg)
+			return nil, fmt.Errorf("podresources: registering self-metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) unregister(reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	for _, c := range []prometheus.Collector{m.up, m.errors, m.listDuration, m.refreshes} {
+		reg.Unregister(c)
+	}
+}

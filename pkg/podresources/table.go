@@ -1,0 +1,426 @@
+package podresources
+
+import (
+	"cmp"
+	"path"
+	"slices"
+	"strings"
+
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// Holder is one container that holds a device.
+type Holder struct {
+	Namespace string
+	Pod       string
+	Container string
+	// PodUID is empty for data from the kubelet: pod-resources v1 does not
+	// report pod UIDs. It is kept for sources that do.
+	PodUID string
+	// Resource is the device-plugin resource name ("nvidia.com/gpu") or the
+	// DRA driver name ("gpu.nvidia.com") the device was allocated through.
+	Resource string
+	// Shared is set when the container holds a replica of a shared device
+	// (time-slicing or MPS "::N", GKE "/vgpuN", a DRA share id), whether or
+	// not another container holds another replica right now.
+	Shared bool
+}
+
+func compareHolders(a, b Holder) int {
+	return cmp.Or(
+		strings.Compare(a.Namespace, b.Namespace),
+		strings.Compare(a.Pod, b.Pod),
+		strings.Compare(a.Container, b.Container),
+		strings.Compare(a.Resource, b.Resource),
+		strings.Compare(a.PodUID, b.PodUID),
+	)
+}
+
+func sameContainer(a, b Holder) bool {
+	return a.Namespace == b.Namespace && a.Pod == b.Pod && a.Container == b.Container
+}
+
+// Table is an immutable snapshot of which containers hold which devices,
+// indexed for lookups by inventory entity. The zero Table and a nil *Table
+// hold nothing.
+type Table struct {
+	// entries are every allocation of a matching resource, sorted and
+	// deduplicated; they define the table's content (see Equal).
+	entries []entry
+
+	gpuByUUID  map[string][]Holder // by uuidKey("GPU-…")
+	gpuByIndex map[int][]Holder
+	gpuByMinor map[int][]Holder
+	migByUUID  map[string][]Holder    // by uuidKey("MIG-…")
+	migByGICI  map[legacyKey][]Holder // legacy ids, exact compute instance
+	migByGI    map[legacyKey][]Holder // legacy ids, any compute instance (CI -1)
+	migByMinor map[minorGI][]Holder   // GKE nvidiaN/giM
+	malformed  []malformedID
+	reported   []string // every resource and DRA driver name the response named
+}
+
+// entry is one (device id, container) allocation. ID is the zero DeviceID
+// when Raw did not parse.
+type entry struct {
+	Raw    string
+	ID     DeviceID
+	Holder Holder
+}
+
+// malformedID is an id that did not parse, kept for the client's log line.
+type malformedID struct {
+	Resource string
+	ID       string
+	Holder   Holder
+	Err      error
+}
+
+type legacyKey struct {
+	uuid   string
+	gi, ci int
+}
+
+type minorGI struct{ minor, gi int }
+
+// NewTable builds a table from a List response. Device-plugin devices are
+// kept when their resource name matches one of resources (exact names or
+// path.Match globs such as "nvidia.com/mig-*"), DRA devices when their
+// driver name does. Device-plugin ids are parsed as idType says; DRA device
+// names as IDTypeDRA. Ids that do not parse are kept as unmatched entries.
+func NewTable(resp *podresourcesv1.ListPodResourcesResponse, resources []string, idType IDType) *Table {
+	b := tableBuilder{resources: resources, reported: map[string]bool{}}
+	for _, pod := range resp.GetPodResources() {
+		for _, ctr := range pod.GetContainers() {
+			h := Holder{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: ctr.GetName()}
+			for _, dev := range ctr.GetDevices() {
+				h.Resource = dev.GetResourceName()
+				if !b.want(h.Resource) {
+					continue
+				}
+				for _, id := range dev.GetDeviceIds() {
+					b.add(id, idType, h, false)
+				}
+			}
+			for _, dyn := range ctr.GetDynamicResources() {
+				for _, cr := range dyn.GetClaimResources() {
+					h.Resource = cr.GetDriverName()
+					if !b.want(h.Resource) || cr.GetDeviceName() == "" {
+						continue
+					}
+					b.add(cr.GetDeviceName(), IDTypeDRA, h, cr.ShareId != nil)
+				}
+			}
+		}
+	}
+	return b.build()
+}
+
+type tableBuilder struct {
+	resources []string
+	reported  map[string]bool // name -> matches a configured name
+	entries   []entry
+	malformed []malformedID
+}
+
+func (b *tableBuilder) want(resource string) bool {
+	ok, seen := b.reported[resource]
+	if !seen {
+		ok = MatchResource(b.resources, resource)
+		b.reported[resource] = ok
+	}
+	return ok
+}
+
+func (b *tableBuilder) add(raw string, idType IDType, h Holder, shared bool) {
+	id, err := ParseDeviceID(raw, idType)
+	if err != nil {
+		b.malformed = append(b.malformed, malformedID{Resource: h.Resource, ID: raw, Holder: h, Err: err})
+		b.entries = append(b.entries, entry{Raw: raw, Holder: h})
+		return
+	}
+	h.Shared = shared || id.Shared()
+	b.entries = append(b.entries, entry{Raw: raw, ID: id, Holder: h})
+}
+
+func (b *tableBuilder) build() *Table {
+	t := &Table{malformed: b.malformed}
+	for name := range b.reported {
+		t.reported = append(t.reported, name)
+	}
+	slices.Sort(t.reported)
+
+	slices.SortFunc(b.entries, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.Raw, b.Raw), compareHolders(a.Holder, b.Holder), cmpBool(a.Holder.Shared, b.Holder.Shared))
+	})
+	t.entries = slices.Compact(b.entries)
+
+	lists := map[any][]Holder{}
+	for _, e := range t.entries {
+		if key := indexKey(e.ID); key != nil {
+			lists[key] = append(lists[key], e.Holder)
+			if k, ok := key.(legacyKey); ok {
+				k.ci = -1
+				lists[k] = append(lists[k], e.Holder)
+			}
+		}
+	}
+	for key, hs := range lists {
+		hs = normalizeHolders(hs)
+		switch k := key.(type) {
+		case gpuUUIDKey:
+			t.gpuByUUID = put(t.gpuByUUID, string(k), hs)
+		case migUUIDKey:
+			t.migByUUID = put(t.migByUUID, string(k), hs)
+		case gpuIndexKey:
+			t.gpuByIndex = put(t.gpuByIndex, int(k), hs)
+		case gpuMinorKey:
+			t.gpuByMinor = put(t.gpuByMinor, int(k), hs)
+		case legacyKey:
+			if k.ci < 0 {
+				t.migByGI = put(t.migByGI, k, hs)
+			} else {
+				t.migByGICI = put(t.migByGICI, k, hs)
+			}
+		case minorGI:
+			t.migByMinor = put(t.migByMinor, k, hs)
+		}
+	}
+	return t
+}
+
+type (
+	gpuUUIDKey  string
+	migUUIDKey  string
+	gpuIndexKey int
+	gpuMinorKey int
+)
+
+// indexKey is the lookup key of an attributable id, nil for forms that no
+// inventory entity can be matched to (MIG device indexes, DRA MIG and VFIO
+// names, ids that did not parse).
+func indexKey(id DeviceID) any {
+	switch id.Kind {
+	case KindGPUUUID:
+		return gpuUUIDKey(uuidKey(id.UUID))
+	case KindMIGUUID:
+		return migUUIDKey(uuidKey(id.UUID))
+	case KindLegacyMIG:
+		return legacyKey{uuid: uuidKey(id.UUID), gi: id.GPUInstance, ci: id.ComputeInstance}
+	case KindIndex:
+		return gpuIndexKey(id.GPU)
+	case KindDeviceName, KindDRAGPU:
+		return gpuMinorKey(id.GPU)
+	case KindGKEMIG:
+		return minorGI{minor: id.GPU, gi: id.GPUInstance}
+	default:
+		return nil
+	}
+}
+
+func put[K comparable](m map[K][]Holder, k K, hs []Holder) map[K][]Holder {
+	if m == nil {
+		m = map[K][]Holder{}
+	}
+	m[k] = hs
+	return m
+}
+
+// normalizeHolders sorts holders and keeps one per container, so that a
+// container never yields two series for one entity; the kept holder has the
+// first resource name in sort order and is Shared if any merged one was.
+func normalizeHolders(hs []Holder) []Holder {
+	slices.SortFunc(hs, compareHolders)
+	out := hs[:0]
+	for _, h := range hs {
+		if n := len(out); n > 0 && sameContainer(out[n-1], h) {
+			out[n-1].Shared = out[n-1].Shared || h.Shared
+			continue
+		}
+		out = append(out, h)
+	}
+	return slices.Clip(out)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
+}
+
+// Holders returns every container holding entity e, sorted by namespace,
+// pod and container, one holder per container (a container holding the
+// entity through several ids or resources is listed once). A GPU entity is matched by
+// its UUID (and "::N" replicas of it), its index and its nvidiaN device
+// name (also the DRA name gpu-<minor>); a GPU instance entity by its MIG
+// UUID, the legacy MIG-GPU-<uuid>/<gi>/<ci> id and GKE's nvidiaN/giM. An id
+// of a whole GPU never attributes that GPU's MIG instances, nor the reverse.
+// The result is shared by every caller: do not modify it. Holders is safe
+// for concurrent use and on a nil *Table.
+func (t *Table) Holders(e *source.Entity) []Holder {
+	if t == nil || e == nil || len(t.entries) == 0 {
+		return nil
+	}
+	var found [3][]Holder
+	n := 0
+	add := func(hs []Holder) {
+		if len(hs) > 0 {
+			found[n] = hs
+			n++
+		}
+	}
+	minor, hasMinor := deviceMinor(e.Device)
+	switch e.Kind {
+	case source.GPU:
+		if e.UUID != "" {
+			add(t.gpuByUUID[uuidKey(e.UUID)])
+		}
+		add(t.gpuByIndex[e.GPU])
+		if hasMinor {
+			add(t.gpuByMinor[minor])
+		}
+	case source.GPUInstance:
+		if e.MIGUUID != "" {
+			add(t.migByUUID[uuidKey(e.MIGUUID)])
+		}
+		if e.UUID != "" {
+			k := legacyKey{uuid: uuidKey(e.UUID), gi: e.GPUInstance, ci: e.ComputeInstance}
+			if k.ci < 0 {
+				add(t.migByGI[k])
+			} else {
+				add(t.migByGICI[k])
+			}
+		}
+		if hasMinor {
+			add(t.migByMinor[minorGI{minor: minor, gi: e.GPUInstance}])
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		return found[0]
+	}
+	var all []Holder
+	for _, hs := range found[:n] {
+		all = append(all, hs...)
+	}
+	return normalizeHolders(all)
+}
+
+// deviceMinor parses "nvidia<minor>".
+func deviceMinor(device string) (int, bool) {
+	s, ok := strings.CutPrefix(device, "nvidia")
+	if !ok {
+		return 0, false
+	}
+	return number(s)
+}
+
+// Unmatched returns the device ids (as the kubelet wrote them, sorted, each
+// once) that no entity of inv matches: ids of GPUs the source does not see,
+// ids that did not parse, and forms that cannot be matched (MIG device
+// indexes "N:M", DRA MIG and VFIO names). Nil-safe on t and inv.
+func (t *Table) Unmatched(inv *source.Inventory) []string {
+	if t == nil || len(t.entries) == 0 {
+		return nil
+	}
+	known := map[any]bool{}
+	if inv != nil {
+		for i := range inv.Entities {
+			for _, k := range entityKeys(&inv.Entities[i]) {
+				known[k] = true
+			}
+		}
+	}
+	var out []string
+	for _, e := range t.entries {
+		if n := len(out); n > 0 && out[n-1] == e.Raw {
+			continue
+		}
+		if k := indexKey(e.ID); k != nil && known[k] {
+			continue
+		}
+		if k, ok := indexKey(e.ID).(legacyKey); ok {
+			if k.ci = -1; known[k] {
+				continue
+			}
+		}
+		out = append(out, e.Raw)
+	}
+	return out
+}
+
+// entityKeys are the index keys an entity answers to, the mirror of Holders.
+// A GPU instance reported as a whole (ComputeInstance -1) answers to legacy
+// ids of any of its compute instances.
+func entityKeys(e *source.Entity) []any {
+	minor, hasMinor := deviceMinor(e.Device)
+	var keys []any
+	switch e.Kind {
+	case source.GPU:
+		keys = append(keys, gpuUUIDKey(uuidKey(e.UUID)), gpuIndexKey(e.GPU))
+		if hasMinor {
+			keys = append(keys, gpuMinorKey(minor))
+		}
+	case source.GPUInstance:
+		keys = append(keys, migUUIDKey(uuidKey(e.MIGUUID)),
+			legacyKey{uuid: uuidKey(e.UUID), gi: e.GPUInstance, ci: e.ComputeInstance})
+		if hasMinor {
+			keys = append(keys, minorGI{minor: minor, gi: e.GPUInstance})
+		}
+	}
+	return keys
+}
+
+// Equal reports whether two tables hold the same allocations.
+func (t *Table) Equal(o *Table) bool {
+	return slices.Equal(t.allocations(), o.allocations())
+}
+
+func (t *Table) allocations() []entry {
+	if t == nil {
+		return nil
+	}
+	return t.entries
+}
+
+// Len returns the number of (device id, container) allocations in the
+// table, including ids that did not parse.
+func (t *Table) Len() int { return len(t.allocations()) }
+
+// MatchResource reports whether name equals one of patterns or matches one
+// as a path.Match glob.
+func MatchResource(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if p == name {
+			return true
+		}
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// uuidKey folds the case of the hex digits of a "GPU-…" or "MIG-…" UUID. The
+// prefix is kept as written (NVML and the parser both want it upper case),
+// and NVML's own lower-case spelling comes back without an allocation.
+func uuidKey(s string) string {
+	if len(s) < 4 {
+		return s
+	}
+	rest := s[4:]
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; c >= 'A' && c <= 'Z' {
+			return s[:4] + strings.ToLower(rest)
+		}
+	}
+	return s
+}
