@@ -1,0 +1,340 @@
+//go:build cgo && linux
+
+package dcgm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// inUse is set while a Source holds go-dcgm. go-dcgm keeps its one
+// connection in package variables, so this process-wide flag is the one
+// piece of global state here: a second Source would share and break it.
+var inUse atomic.Bool
+
+// Source reads GPU fields from DCGM. Its methods may be called from several
+// goroutines; DCGM calls are serialised on one worker goroutine.
+type Source struct {
+	cfg Config
+	log *slog.Logger
+	w   *worker
+	now func() time.Time
+	// inited says go-dcgm is initialised; only jobs on the worker change it.
+	inited atomic.Bool
+
+	mu        sync.Mutex
+	closed    bool
+	connected bool
+	retryAt   time.Time
+	backoff   backoff
+	lastErr   error // why the source is not connected; nil while connected
+
+	set      []fields.Field
+	inv      *inventory
+	invAt    time.Time
+	stale    bool // a value reported a lost GPU: reload the inventory
+	watch    *watchState
+	plan     plan
+	reads    []readCall
+	xidSince time.Time
+	lost     map[string]LostGPU
+	logged   map[string]bool
+	seq      int
+}
+
+var _ source.Source = (*Source)(nil)
+
+// New returns a DCGM source and tries to connect once. A hostengine that is
+// down, or a missing libdcgm, does not fail New: Inventory and Read return
+// errors wrapping source.ErrUnavailable until a reconnect succeeds. New
+// fails on an invalid Config and when another Source is open in the process.
+func New(cfg Config, logger *slog.Logger) (*Source, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if !inUse.CompareAndSwap(false, true) {
+		return nil, errors.New("dcgm: another DCGM source is open in this process (go-dcgm holds one connection per process)")
+	}
+	s := &Source{
+		cfg:     cfg,
+		log:     logger.With("source", "dcgm"),
+		now:     time.Now,
+		backoff: newBackoff(cfg.BackoffMin, cfg.BackoffMax),
+		lost:    map[string]LostGPU{},
+		logged:  map[string]bool{},
+	}
+	s.w = newWorker(cfg.CallTimeout, s.release)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.ensure(context.Background()) // a failure is logged and retried later
+	return s, nil
+}
+
+// Name returns "dcgm".
+func (s *Source) Name() string { return "dcgm" }
+
+// Inventory returns the GPUs and MIG instances DCGM sees. It makes no DCGM
+// call while connected: Read notices inventory changes.
+func (s *Source) Inventory(ctx context.Context) (*source.Inventory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return s.inv.inv, nil
+}
+
+// Watch replaces the watched field set. The set is kept even when the
+// hostengine is unreachable (the error then wraps source.ErrUnavailable) and
+// is applied on reconnect. Fields no entity can carry (profiling fields no
+// GPU supports, levels this source does not read) are dropped with one log
+// line; Watch fails only if none of a non-empty set can be provided.
+func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	same := s.connected && slices.EqualFunc(set, s.set, func(a, b fields.Field) bool { return a.ID == b.ID })
+	s.set = slices.Clone(set)
+	switch {
+	case same:
+		// The same field ids in the same order: the watches stand.
+	case !s.connected:
+		if err := s.ensure(ctx); err != nil {
+			return err
+		}
+	default:
+		if err := s.applyWatches(ctx); err != nil {
+			return s.failed(err)
+		}
+	}
+	if len(s.set) > 0 && len(s.inv.inv.Entities) > 0 && s.plan.provided == 0 {
+		return fmt.Errorf("dcgm: none of the %d fields can be read from these GPUs", len(s.set))
+	}
+	return nil
+}
+
+// Read returns the latest value of every watched field for every entity,
+// and the XID events DCGM recorded since the previous Read.
+func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkInventory(ctx); err != nil {
+		return nil, s.failed(err)
+	}
+	sample := source.NewSample(s.now(), s.inv.inv, s.set)
+	for i := range s.reads {
+		if err := s.readLevel(ctx, &s.reads[i], sample); err != nil {
+			return nil, s.failed(err)
+		}
+	}
+	xids, err := s.readXIDs(ctx)
+	if err != nil {
+		var ce *callError
+		if errors.As(err, &ce) {
+			return nil, s.failed(err)
+		}
+		if s.first("xid") {
+			s.log.Warn("dcgm XID events unavailable", "err", err)
+		}
+	}
+	sample.XIDs = xids
+	return sample, nil
+}
+
+// LostGPUs returns the GPUs that left the inventory while this source ran
+// (fell off the bus, marked lost by DCGM) and have not come back, by id.
+func (s *Source) LostGPUs() []LostGPU {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]LostGPU, 0, len(s.lost))
+	for _, g := range s.lost {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b LostGPU) int { return a.GPU - b.GPU })
+	return out
+}
+
+// Close shuts go-dcgm down and stops the worker. If a DCGM call is still
+// blocked, go-dcgm is shut down when it returns, and only then can a new
+// Source open.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.connected = false
+	if s.inited.Load() {
+		_, _ = call(context.Background(), s.w, "Shutdown", s.shutdownJob)
+	}
+	s.mu.Unlock()
+	if !s.w.close(s.cfg.CallTimeout) {
+		return errors.New("dcgm: a DCGM call is still blocked; go-dcgm is released when it returns")
+	}
+	return nil
+}
+
+// release runs on the worker goroutine when it stops.
+func (s *Source) release() {
+	if s.inited.Load() {
+		_, _ = s.shutdownJob()
+	}
+	inUse.Store(false)
+}
+
+func (s *Source) shutdownJob() (struct{}, error) {
+	err := godcgm.Shutdown()
+	// go-dcgm drops its reference even when the hostengine reports an error.
+	s.inited.Store(false)
+	return struct{}{}, err
+}
+
+// ensure connects if needed and allowed by the backoff.
+func (s *Source) ensure(ctx context.Context) error {
+	if s.closed {
+		return errClosed
+	}
+	if s.connected {
+		return nil
+	}
+	if now := s.now(); now.Before(s.retryAt) && s.lastErr != nil {
+		return fmt.Errorf("%w: dcgm reconnect in %s: %w", source.ErrUnavailable, s.retryAt.Sub(now).Round(time.Millisecond), s.lastErr)
+	}
+	if err := s.connect(ctx); err != nil {
+		delay := s.backoff.next()
+		s.retryAt = s.now().Add(delay)
+		if s.lastErr == nil {
+			s.log.Warn("dcgm unavailable", "mode", s.cfg.Mode, "err", err, "retry_in", delay)
+		} else {
+			s.log.Debug("dcgm reconnect failed", "err", err, "retry_in", delay)
+		}
+		s.lastErr = err
+		return unavailable(err)
+	}
+	s.connected = true
+	s.lastErr = nil
+	s.backoff.reset()
+	s.log.Info("dcgm connected", "mode", s.cfg.Mode, "address", s.cfg.RemoteAddress,
+		"gpus", s.inv.inv.GPUs(), "entities", len(s.inv.inv.Entities))
+	return nil
+}
+
+// connect (re)initialises go-dcgm and rebuilds inventory, groups and watches.
+func (s *Source) connect(ctx context.Context) error {
+	if s.inited.Load() {
+		if _, err := call(ctx, s.w, "Shutdown", s.shutdownJob); err != nil {
+			var ce *callError
+			if errors.As(err, &ce) {
+				return err
+			}
+			s.log.Debug("dcgm shutdown before reconnect failed", "err", err)
+		}
+	}
+	s.watch = nil // groups and watches died with the connection
+	mode, args := godcgm.Embedded, []string(nil)
+	if s.cfg.Mode == ModeRemote {
+		addr, unix := remoteAddress(s.cfg.RemoteAddress)
+		flag := "0"
+		if unix {
+			flag = "1"
+		}
+		mode, args = godcgm.Standalone, []string{addr, flag}
+	}
+	if _, err := call(ctx, s.w, "Init", func() (struct{}, error) {
+		_, err := godcgm.Init(mode, args...)
+		if err == nil {
+			s.inited.Store(true)
+		}
+		return struct{}{}, err
+	}); err != nil {
+		return err
+	}
+	inv, err := s.loadInventory(ctx)
+	if err != nil {
+		return err
+	}
+	s.setInventory(inv)
+	return s.applyWatches(ctx)
+}
+
+// failed records a failed call on a connected source: the connection is
+// presumed broken and the next call reconnects after the backoff. Context
+// cancellation by the caller is not the hostengine's fault and changes
+// nothing.
+func (s *Source) failed(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if s.connected {
+		s.connected = false
+		delay := s.backoff.next()
+		s.retryAt = s.now().Add(delay)
+		s.lastErr = err
+		s.log.Warn("dcgm connection lost", "err", err, "retry_in", delay)
+	}
+	return unavailable(err)
+}
+
+func unavailable(err error) error {
+	if errors.Is(err, source.ErrUnavailable) || errors.Is(err, errClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+}
+
+// connectionLost reports whether a failed DCGM call means the connection is
+// gone rather than a problem with the request. Errors without a DCGM code
+// (go-dcgm drops it on many calls) count as lost.
+func connectionLost(err error) bool {
+	var ce *callError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var de *godcgm.Error
+	if !errors.As(err, &de) {
+		return true
+	}
+	switch int(de.Code) {
+	case godcgm.DCGM_ST_CONNECTION_NOT_VALID, godcgm.DCGM_ST_UNINITIALIZED, godcgm.DCGM_ST_TIMEOUT,
+		godcgm.DCGM_ST_INIT_ERROR, godcgm.DCGM_ST_GENERIC_ERROR:
+		return true
+	}
+	return false
+}
+
+// first reports whether key is new, so that a condition is logged once per
+// source rather than on every collection.
+func (s *Source) first(key string) bool {
+	if s.logged[key] {
+		return false
+	}
+	s.logged[key] = true
+	return true
+}
+
+func (s *Source) name(kind string) string {
+	s.seq++
+	return fmt.Sprintf("gpu-exporter-%s-%d-%d", kind, os.Getpid(), s.seq)
+}
