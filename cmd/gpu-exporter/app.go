@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/server"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// shutdownGrace bounds how long in-flight scrapes may take to finish after
+// SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+// app is the wired exporter.
+type app struct {
+	o      *options
+	fs     *pflag.FlagSet
+	logger *slog.Logger
+	cat    *fields.Catalog
+	reg    *prometheus.Registry
+
+	src     source.Source
+	pods    *podresources.Client
+	coll    *collector.Collector
+	srv     *server.Server
+	cleanup []func()
+}
+
+func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Logger) (_ *app, err error) {
+	a := &app{o: o, fs: fs, logger: logger, reg: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			a.close() // release what was opened before the failure
+		}
+	}()
+	if a.cat, err = fields.New(); err != nil {
+		return nil, err
+	}
+	a.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector("gpu_exporter"),
+	)
+	set, err := a.loadCounters()
+	if err != nil {
+		return nil, err
+	}
+	socket, err := a.openSource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.openKubernetes(socket); err != nil {
+		return nil, err
+	}
+	var attr collector.Attribution
+	if a.pods != nil {
+		attr = a.pods
+	}
+	a.coll, err = collector.New(collector.Config{
+		Interval: o.interval, Timeout: o.timeout, Fields: set, MaxSeries: o.maxSeries,
+	}, a.src, attr, logger, a.reg)
+	if err != nil {
+		return nil, err
+	}
+	a.srv, err = server.New(server.Config{
+		ListenAddresses: o.listenAddresses, WebConfigFile: o.webConfigFile, SystemdSocket: o.systemdSocket,
+		TelemetryPath: o.telemetryPath, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: o.writeTimeout,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, EnablePprof: o.enablePprof,
+	}, a.coll, a.reg, a.reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.srv.Listen(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// flagSet reports whether a flag was given (on the command line or through
+// its environment twin).
+func (a *app) flagSet(name string) bool { return a.fs != nil && a.fs.Changed(name) }
+
+// loadCounters returns the field set from --collect.counters, or the
+// built-in default set.
+func (a *app) loadCounters() ([]fields.Field, error) {
+	if a.o.countersCSV == "" {
+		return a.cat.Defaults(), nil
+	}
+	c, err := config.LoadCounters(a.o.countersCSV, a.cat)
+	if err != nil {
+		return nil, fmt.Errorf("--collect.counters: %w", err)
+	}
+	if len(c.Labels) > 0 {
+		a.logger.Info("counters file lists label fields; they apply in dcgm naming mode only", "file", a.o.countersCSV, "labels", len(c.Labels))
+	}
+	return c.Fields, nil
+}
+
+// openKubernetes starts the pod-resources client when attribution is on.
+// socket, when not empty, is the simulated kubelet's socket.
+func (a *app) openKubernetes(socket string) error {
+	path := a.o.k8sSocket
+	if socket != "" {
+		path = socket
+	}
+	switch a.o.k8sEnabled {
+	case "false":
+		return nil
+	case "auto":
+		if _, err := os.Stat(path); err != nil {
+			a.logger.Info("kubelet pod-resources socket not found; pod attribution is off (set --kubernetes.enabled=true to wait for it)", "socket", path)
+			return nil
+		}
+	}
+	idType, err := podresources.ParseIDType(a.o.k8sIDType)
+	if err != nil {
+		return fmt.Errorf("--kubernetes.gpu-id-type: %w", err)
+	}
+	cfg := podresources.DefaultConfig()
+	cfg.Socket = path
+	cfg.RefreshInterval = a.o.k8sRefresh
+	cfg.CallTimeout = a.o.k8sCallTimeout
+	cfg.ResourceNames = append(cfg.ResourceNames, a.o.k8sResources...)
+	cfg.IDType = idType
+	c, err := podresources.New(cfg, a.logger, a.reg)
+	if err != nil {
+		return fmt.Errorf("kubernetes pod attribution: %w", err)
+	}
+	a.pods = c
+	a.cleanup = append(a.cleanup, func() { _ = c.Close() })
+	a.logger.Info("pod attribution on", "socket", path, "refresh_interval", a.o.k8sRefresh)
+	return nil
+}
+
+// run serves until ctx is done or the server fails, reloading the counters
+// file on SIGHUP.
+func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
+	defer a.close()
+	loopCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
+	if a.pods != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.pods.Run(loopCtx) }()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- a.srv.Serve() }()
+	for _, addr := range a.srv.Addrs() {
+		a.logger.Info("serving metrics", "address", addr.String(), "path", a.o.telemetryPath)
+	}
+
+	var err error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			a.logger.Info("shutting down: finishing in-flight requests", "grace", shutdownGrace)
+			break loop
+		case err = <-serveErr:
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			break loop
+		case <-hup:
+			a.reload()
+		}
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer scancel()
+	if serr := a.srv.Shutdown(sctx); serr != nil && err == nil {
+		err = fmt.Errorf("shutdown: %w", serr)
+	}
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// reload re-reads the counters file; a bad file keeps the running set.
+func (a *app) reload() {
+	if a.o.countersCSV == "" {
+		a.logger.Info("SIGHUP: no --collect.counters file to reload")
+		return
+	}
+	set, err := a.loadCounters()
+	if err != nil {
+		a.logger.Error("SIGHUP: counters file rejected; keeping the running field set", "err", err)
+		return
+	}
+	a.coll.SetFields(set)
+	a.logger.Info("SIGHUP: counters file reloaded", "file", a.o.countersCSV, "fields", len(set))
+}
+
+func (a *app) close() {
+	for i := len(a.cleanup) - 1; i >= 0; i-- {
+		a.cleanup[i]()
+	}
+	a.cleanup = nil
+}

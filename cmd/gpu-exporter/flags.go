@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/promslog"
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+)
+
+// envPrefix prefixes the environment twin of every flag:
+// --collect.interval is GPU_EXPORTER_COLLECT_INTERVAL.
+const envPrefix = "GPU_EXPORTER_"
+
+// options holds every command-line setting.
+type options struct {
+	listenAddresses []string
+	webConfigFile   string
+	systemdSocket   bool
+	telemetryPath   string
+	writeTimeout    time.Duration
+	enablePprof     bool
+
+	source      string
+	interval    time.Duration
+	timeout     time.Duration
+	countersCSV string
+	maxSeries   int
+	scenario    string
+
+	k8sEnabled     string
+	k8sSocket      string
+	k8sRefresh     time.Duration
+	k8sResources   []string
+	k8sIDType      string
+	k8sCallTimeout time.Duration
+
+	dcgmMode          string
+	dcgmRemoteAddress string
+
+	logLevel  *promslog.Level
+	logFormat *promslog.Format
+
+	version bool
+}
+
+// promslogValue adapts promslog's level and format to pflag.
+type promslogValue struct {
+	v interface {
+		String() string
+		Set(string) error
+	}
+	typ string
+}
+
+func (p promslogValue) String() string     { return p.v.String() }
+func (p promslogValue) Set(s string) error { return p.v.Set(s) }
+func (p promslogValue) Type() string       { return p.typ }
+
+func newFlagSet(o *options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("gpu-exporter", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringSliceVar(&o.listenAddresses, "web.listen-address", []string{":9400"}, "Addresses to listen on for HTTP requests (repeatable or comma-separated).")
+	fs.StringVar(&o.webConfigFile, "web.config.file", "", "Path to a web configuration file enabling TLS and/or basic auth (exporter-toolkit format).")
+	fs.BoolVar(&o.systemdSocket, "web.systemd-socket", false, "Use systemd socket activation listeners instead of --web.listen-address.")
+	fs.StringVar(&o.telemetryPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
+	fs.DurationVar(&o.writeTimeout, "web.write-timeout", 30*time.Second, "Longest time to write one HTTP response; bounds slow readers.")
+	fs.BoolVar(&o.enablePprof, "web.enable-pprof", false, "Serve Go profiling endpoints under /debug/pprof/ (behind the same TLS and auth).")
+
+	fs.StringVar(&o.source, "source", "auto", "GPU data source: auto (DCGM, else NVML), dcgm, nvml or sim (built-in simulator).")
+	fs.DurationVar(&o.interval, "collect.interval", 10*time.Second, "Time between two collections from the GPU source.")
+	fs.DurationVar(&o.timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed (0: the collect interval).")
+	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
+	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
+	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, scale-64) or a YAML file path.")
+
+	fs.StringVar(&o.k8sEnabled, "kubernetes.enabled", "auto", "Attribute GPUs to pods through the kubelet pod-resources API: auto (when the socket exists), true or false.")
+	fs.StringVar(&o.k8sSocket, "kubernetes.pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "Path of the kubelet pod-resources unix socket.")
+	fs.DurationVar(&o.k8sRefresh, "kubernetes.refresh-interval", 0, "Time between two pod-resources List calls (0: the collect interval).")
+	fs.StringSliceVar(&o.k8sResources, "kubernetes.resource-names", nil, "Extra extended-resource names (globs allowed) that hold GPUs, besides nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-*.")
+	fs.StringVar(&o.k8sIDType, "kubernetes.gpu-id-type", "auto", "Device id forms to accept from the kubelet: auto (every form), uid (GPU/MIG UUIDs, replicas), device-name (nvidiaN, GKE nvidiaN/giM) or dra.")
+	fs.DurationVar(&o.k8sCallTimeout, "kubernetes.timeout", 5*time.Second, "Longest time one pod-resources call may take.")
+
+	fs.StringVar(&o.dcgmMode, "dcgm.mode", "embedded", "How to reach DCGM: embedded (start a hostengine in the exporter) or remote (connect to --dcgm.remote-address).")
+	fs.StringVar(&o.dcgmRemoteAddress, "dcgm.remote-address", "", "Address of a running nv-hostengine: host:port or a unix socket path; setting it implies --dcgm.mode=remote.")
+
+	o.logLevel = promslog.NewLevel()
+	o.logFormat = promslog.NewFormat()
+	fs.Var(promslogValue{o.logLevel, "level"}, "log.level", "Only log messages with the given severity or above: debug, info, warn, error.")
+	fs.Var(promslogValue{o.logFormat, "format"}, "log.format", "Output format of log messages: logfmt or json.")
+
+	fs.BoolVar(&o.version, "version", false, "Print version information and exit.")
+	return fs
+}
+
+// envName returns the environment twin of a flag name.
+func envName(flag string) string {
+	r := strings.NewReplacer(".", "_", "-", "_")
+	return envPrefix + strings.ToUpper(r.Replace(flag))
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its GPU_EXPORTER_* environment twin, then validates.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, *pflag.FlagSet, error) {
+	o := &options{}
+	fs := newFlagSet(o)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: gpu-exporter [flags]\n\nEvery flag can also be set through its environment twin, e.g. --collect.interval through %s.\n\n", envName("collect.interval"))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fs, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fs, fmt.Errorf("unexpected argument %q: gpu-exporter takes flags only", fs.Arg(0))
+	}
+	var envErr error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if envErr != nil || f.Changed {
+			return
+		}
+		v := getenv(envName(f.Name))
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			envErr = fmt.Errorf("environment variable %s=%q (for --%s): %w", envName(f.Name), v, f.Name, err)
+		}
+	})
+	if envErr != nil {
+		return nil, fs, envErr
+	}
+	return o, fs, o.validate(fs)
+}
+
+func (o *options) validate(fs *pflag.FlagSet) error {
+	if o.interval <= 0 {
+		return fmt.Errorf("--collect.interval must be positive, got %s", o.interval)
+	}
+	if o.timeout < 0 {
+		return fmt.Errorf("--collect.timeout must not be negative, got %s", o.timeout)
+	}
+	if o.timeout == 0 {
+		o.timeout = o.interval
+	}
+	if o.maxSeries < 0 {
+		return fmt.Errorf("--collect.max-series must not be negative, got %d", o.maxSeries)
+	}
+	if o.writeTimeout <= 0 {
+		return fmt.Errorf("--web.write-timeout must be positive, got %s", o.writeTimeout)
+	}
+	switch o.source {
+	case "auto", "dcgm", "nvml", "sim":
+	default:
+		return fmt.Errorf("--source: unknown source %q (want auto, dcgm, nvml or sim)", o.source)
+	}
+	switch o.k8sEnabled {
+	case "auto", "true", "false":
+	default:
+		return fmt.Errorf("--kubernetes.enabled: want auto, true or false, got %q", o.k8sEnabled)
+	}
+	if _, err := podresources.ParseIDType(o.k8sIDType); err != nil {
+		return fmt.Errorf("--kubernetes.gpu-id-type: %w", err)
+	}
+	if o.k8sRefresh < 0 {
+		return fmt.Errorf("--kubernetes.refresh-interval must not be negative, got %s", o.k8sRefresh)
+	}
+	if o.k8sRefresh == 0 {
+		o.k8sRefresh = o.interval
+	}
+	if o.k8sCallTimeout <= 0 {
+		return fmt.Errorf("--kubernetes.timeout must be positive, got %s", o.k8sCallTimeout)
+	}
+	if o.k8sCallTimeout > o.k8sRefresh {
+		if fs.Changed("kubernetes.timeout") {
+			return fmt.Errorf("--kubernetes.timeout (%s) must not exceed the refresh interval (%s)", o.k8sCallTimeout, o.k8sRefresh)
+		}
+		o.k8sCallTimeout = o.k8sRefresh
+	}
+	if o.dcgmRemoteAddress != "" && !fs.Changed("dcgm.mode") {
+		o.dcgmMode = "remote"
+	}
+	switch o.dcgmMode {
+	case "embedded":
+		if o.dcgmRemoteAddress != "" {
+			return fmt.Errorf("--dcgm.mode=embedded conflicts with --dcgm.remote-address=%s", o.dcgmRemoteAddress)
+		}
+	case "remote":
+		if o.dcgmRemoteAddress == "" {
+			return fmt.Errorf("--dcgm.mode=remote needs --dcgm.remote-address")
+		}
+	default:
+		return fmt.Errorf("--dcgm.mode: want embedded or remote, got %q", o.dcgmMode)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Command gpu-exporter serves GPU telemetry from DCGM, NVML or the built-in
+// simulator as Prometheus metrics, with each GPU attributed to the
+// Kubernetes pod, namespace and container that holds it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, hup))
+}
+
+// run is main without the process globals: it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
+	o, fs, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-exporter: %v\n", err)
+		return 2
+	}
+	if o.version {
+		fmt.Fprintln(stdout, version.Print("gpu-exporter"))
+		return 0
+	}
+	logger := promslog.New(&promslog.Config{Level: o.logLevel, Format: o.logFormat, Writer: stderr})
+	logger.Info("starting gpu-exporter", "version", version.Info(), "build_context", version.BuildContext())
+	a, err := newApp(ctx, o, fs, logger)
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := a.run(ctx, hup); err != nil {
+		logger.Error("exporter stopped on error", "err", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+)
+
+// probeTimeout bounds how long --source=auto waits for a backend to answer.
+const probeTimeout = 10 * time.Second
+
+// openSource opens the --source backend. For the simulator it also starts a
+// simulated kubelet and returns its socket path, so that the real
+// pod-resources client path runs against it.
+func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) {
+	switch a.o.source {
+	case "sim":
+		return a.openSim()
+	case "dcgm":
+		// An explicit DCGM source starts even while the hostengine is down:
+		// it reconnects with backoff and gpu_exporter_source_up says so.
+		return "", a.openDCGM()
+	case "auto":
+		return "", a.openAuto(ctx)
+	default:
+		return "", fmt.Errorf("--source=%s: NVML support is not built yet; use --source=dcgm or --source=sim", a.o.source)
+	}
+}
+
+// openDCGM opens the DCGM source.
+func (a *app) openDCGM() error {
+	callTimeout := dcgm.DefaultCallTimeout
+	if a.o.timeout < callTimeout {
+		callTimeout = a.o.timeout
+	}
+	src, err := dcgm.New(dcgm.Config{
+		Mode: a.o.dcgmMode, RemoteAddress: a.o.dcgmRemoteAddress,
+		Interval: a.o.interval, CallTimeout: callTimeout, Health: true,
+	}, a.logger)
+	if err != nil {
+		return fmt.Errorf("--source=dcgm: %w", err)
+	}
+	a.src = src
+	a.cleanup = append(a.cleanup, func() { _ = src.Close() })
+	return nil
+}
+
+// openAuto picks DCGM when it answers, and says why when it does not.
+func (a *app) openAuto(ctx context.Context) error {
+	if err := a.openDCGM(); err != nil {
+		return fmt.Errorf("--source=auto: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	_, err := a.src.Inventory(pctx)
+	if err == nil {
+		a.logger.Info("--source=auto picked DCGM", "mode", a.o.dcgmMode)
+		return nil
+	}
+	a.close()
+	a.src = nil
+	return fmt.Errorf("--source=auto: no GPU source answered: DCGM: %w; NVML support is not built yet. Use --source=dcgm to wait for a hostengine, or --source=sim to try the simulator", err)
+}
+
+// openSim loads the scenario, starts the simulator and its fake kubelet.
+func (a *app) openSim() (string, error) {
+	scn, err := loadScenario(a.o.scenario)
+	if err != nil {
+		return "", fmt.Errorf("--sim.scenario: %w", err)
+	}
+	src := sim.New(scn)
+	a.src = src
+	a.cleanup = append(a.cleanup, func() { _ = src.Close() })
+	if a.o.k8sEnabled == "false" {
+		return "", nil
+	}
+	socket := a.o.k8sSocket
+	if !a.flagSet("kubernetes.pod-resources-socket") {
+		dir, err := os.MkdirTemp("", "gpu-exporter-sim-")
+		if err != nil {
+			return "", fmt.Errorf("simulated kubelet: %w", err)
+		}
+		a.cleanup = append(a.cleanup, func() { _ = os.RemoveAll(dir) })
+		socket = filepath.Join(dir, "kubelet.sock")
+	}
+	kubelet, err := fake.Start(socket)
+	if err != nil {
+		return "", fmt.Errorf("simulated kubelet on %s: %w", socket, err)
+	}
+	a.cleanup = append(a.cleanup, kubelet.Stop)
+	kubelet.SetPodsFunc(func() []fake.Pod { return fakePods(scn.PodsAt(src.Elapsed())) })
+	a.logger.Info("simulator running", "scenario", a.o.scenario, "simulated_kubelet", socket)
+	return socket, nil
+}
+
+// loadScenario takes a built-in scenario name or a file path.
+func loadScenario(name string) (*sim.Scenario, error) {
+	if strings.ContainsAny(name, "/.") {
+		return sim.Load(name)
+	}
+	return sim.LoadBuiltin(name)
+}
+
+// fakePods converts the simulator's pods to the fake kubelet's.
+func fakePods(pods []sim.Pod) []fake.Pod {
+	out := make([]fake.Pod, 0, len(pods))
+	for _, p := range pods {
+		fp := fake.Pod{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+		for _, c := range p.Containers {
+			fc := fake.Container{Name: c.Name}
+			for _, d := range c.Devices {
+				fc.Devices = append(fc.Devices, fake.Device{Resource: d.Resource, IDs: d.IDs})
+			}
+			fp.Containers = append(fp.Containers, fc)
+		}
+		out = append(out, fp)
+	}
+	return out
+}

@@ -1,0 +1,313 @@
+// Package collector runs the collection loop: on every interval it reads the
+// source (with a deadline), joins each entity with the containers holding it,
+// renders a new exposition page and swaps it in whole. Scrapes read the
+// current page and never reach the source or the kubelet.
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// ErrReadInFlight is returned while an earlier, timed-out Read has not
+// returned yet: the collector never stacks calls on a hung source.
+var ErrReadInFlight = errors.New("previous source read still in flight")
+
+// Attribution gives the current pod-resources table. The same pointer is
+// returned while the table is unchanged.
+type Attribution interface {
+	Table() *podresources.Table
+}
+
+// Config configures a Collector.
+type Config struct {
+	// Interval between collections.
+	Interval time.Duration
+	// Timeout bounds one source read; defaults to Interval.
+	Timeout time.Duration
+	// Fields is the set to watch.
+	Fields []fields.Field
+	// MaxSeries caps the GPU series on a page; 0 means no limit.
+	MaxSeries int
+}
+
+func (c *Config) validate() error {
+	if c.Interval <= 0 {
+		return fmt.Errorf("collect interval must be positive, got %s", c.Interval)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = c.Interval
+	}
+	if len(c.Fields) == 0 {
+		return errors.New("no fields to collect")
+	}
+	if c.MaxSeries < 0 {
+		return fmt.Errorf("max series must not be negative, got %d", c.MaxSeries)
+	}
+	return nil
+}
+
+// Collector owns the loop and the current page.
+type Collector struct {
+	cfg    Config
+	src    source.Source
+	attr   Attribution
+	logger *slog.Logger
+	m      *metrics
+
+	page  atomic.Pointer[exposition.Page]
+	ready atomic.Bool
+
+	mu       sync.Mutex // serialises collections (Run and direct Collect calls)
+	renderer *exposition.Renderer
+	watched  []fields.Field // set currently watched; nil forces a Watch
+	next     []fields.Field // set to watch from the next collection
+	pending  chan readResult
+	up       bool
+	lastInv  *source.Inventory
+
+	joinInv   *source.Inventory
+	joinTable *podresources.Table
+	targets   []exposition.Target
+
+	xids map[xidKey]uint64
+}
+
+type readResult struct {
+	s   *source.Sample
+	err error
+}
+
+type xidKey struct {
+	uuid string
+	xid  int64
+}
+
+// New returns a collector. Register its metrics on reg.
+func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, reg prometheus.Registerer) (*Collector, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Collector{
+		cfg: cfg, src: src, attr: attr, logger: logger,
+		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries}),
+		next:     cfg.Fields,
+		xids:     map[xidKey]uint64{},
+		up:       true, // so that a first failure is logged as a change
+	}
+	c.m = newMetrics(src.Name())
+	if err := c.m.register(reg); err != nil {
+		return nil, err
+	}
+	c.page.Store(exposition.Empty())
+	return c, nil
+}
+
+// Page returns the current page; never nil.
+func (c *Collector) Page() *exposition.Page { return c.page.Load() }
+
+// Ready reports whether a collection has succeeded since start.
+func (c *Collector) Ready() bool { return c.ready.Load() }
+
+// SetFields replaces the watched set from the next collection on.
+func (c *Collector) SetFields(set []fields.Field) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next = set
+	c.watched = nil
+}
+
+// Run collects at once, then every interval until ctx is done.
+func (c *Collector) Run(ctx context.Context) {
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		_ = c.Collect(ctx) // failures are reported through metrics and logs
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Collect performs one collection and publishes its page. On failure the
+// page is emptied (no stale GPU values are served) and the error returned.
+func (c *Collector) Collect(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := time.Now()
+	err := c.collect(ctx)
+	c.m.duration.Observe(time.Since(start).Seconds())
+	c.m.collections.Inc()
+	if err != nil {
+		c.page.Store(exposition.Empty())
+		c.m.series.Set(0)
+		c.m.up.Set(0)
+		if c.up {
+			c.logger.Error("GPU collection failed; serving no GPU series until it recovers", "source", c.src.Name(), "err", err)
+		}
+		c.up = false
+		return err
+	}
+	c.m.up.Set(1)
+	c.m.lastSuccess.Set(float64(time.Now().UnixNano()) / 1e9)
+	if !c.up {
+		c.logger.Info("GPU collection recovered", "source", c.src.Name())
+	}
+	c.up = true
+	c.ready.Store(true)
+	return nil
+}
+
+func (c *Collector) collect(ctx context.Context) error {
+	if c.watched == nil {
+		if err := c.src.Watch(ctx, c.next); err != nil {
+			c.m.errors.WithLabelValues("watch").Inc()
+			return fmt.Errorf("watch fields: %w", err)
+		}
+		c.watched = c.next
+	}
+	s, err := c.read(ctx)
+	if err != nil {
+		return err
+	}
+	if s.Inventory != c.lastInv {
+		if c.lastInv != nil {
+			c.logger.Info("GPU inventory changed", "gpus_before", c.lastInv.GPUs(), "gpus_now", s.Inventory.GPUs(), "entities", len(s.Inventory.Entities))
+		}
+		c.lastInv = s.Inventory
+	}
+	c.countXIDs(s)
+	var table *podresources.Table
+	if c.attr != nil {
+		table = c.attr.Table()
+	}
+	targets := c.join(s.Inventory, table)
+	p := c.renderer.Render(exposition.Input{
+		Sample: s, Targets: targets, Attribution: table, XIDs: c.xidCounts(s.Inventory),
+	})
+	c.page.Store(p)
+	c.m.series.Set(float64(p.Series))
+	if p.Dropped > 0 {
+		c.m.dropped.Add(float64(p.Dropped))
+	}
+	return nil
+}
+
+// read calls the source with the collection timeout. A read that outlives
+// the timeout is left to finish on its own goroutine; until it does, later
+// collections fail fast rather than piling up calls.
+func (c *Collector) read(ctx context.Context) (*source.Sample, error) {
+	if c.pending != nil {
+		select {
+		case <-c.pending: // the hung read finally returned; its result is stale
+			c.pending = nil
+		default:
+			c.m.errors.WithLabelValues("timeout").Inc()
+			return nil, ErrReadInFlight
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	ch := make(chan readResult, 1)
+	go func() {
+		s, err := c.src.Read(rctx)
+		ch <- readResult{s, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			stage := "read"
+			if errors.Is(r.err, context.DeadlineExceeded) {
+				stage = "timeout"
+			}
+			c.m.errors.WithLabelValues(stage).Inc()
+			return nil, fmt.Errorf("read %s source: %w", c.src.Name(), r.err)
+		}
+		if r.s == nil || r.s.Inventory == nil {
+			c.m.errors.WithLabelValues("read").Inc()
+			return nil, fmt.Errorf("read %s source: empty sample", c.src.Name())
+		}
+		return r.s, nil
+	case <-rctx.Done():
+		c.pending = ch
+		c.m.errors.WithLabelValues("timeout").Inc()
+		return nil, fmt.Errorf("read %s source: no answer within %s: %w", c.src.Name(), c.cfg.Timeout, rctx.Err())
+	}
+}
+
+// join lists one target per (entity, holding container), or one target for
+// an entity nobody holds. It is recomputed only when the inventory or the
+// attribution table changed.
+func (c *Collector) join(inv *source.Inventory, table *podresources.Table) []exposition.Target {
+	if inv == c.joinInv && table == c.joinTable && c.targets != nil {
+		return c.targets
+	}
+	targets := make([]exposition.Target, 0, len(inv.Entities))
+	for i := range inv.Entities {
+		hs := table.Holders(&inv.Entities[i])
+		if len(hs) == 0 {
+			targets = append(targets, exposition.Target{Entity: i})
+			continue
+		}
+		for _, h := range hs {
+			targets = append(targets, exposition.Target{
+				Entity: i,
+				Holder: &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container},
+				Shared: len(hs) > 1,
+			})
+		}
+	}
+	c.m.unmatched.Set(float64(len(table.Unmatched(inv))))
+	c.joinInv, c.joinTable, c.targets = inv, table, targets
+	return targets
+}
+
+func (c *Collector) countXIDs(s *source.Sample) {
+	for _, ev := range s.XIDs {
+		if ev.Entity < 0 || ev.Entity >= len(s.Inventory.Entities) {
+			continue
+		}
+		c.xids[xidKey{s.Inventory.Entities[ev.Entity].UUID, ev.XID}]++
+	}
+}
+
+// xidCounts maps the XID counters onto the current inventory's GPUs.
+func (c *Collector) xidCounts(inv *source.Inventory) []exposition.XIDCount {
+	if len(c.xids) == 0 {
+		return nil
+	}
+	var out []exposition.XIDCount
+	for i := range inv.Entities {
+		e := &inv.Entities[i]
+		if e.Kind != source.GPU {
+			continue
+		}
+		for k, n := range c.xids {
+			if k.uuid == e.UUID {
+				out = append(out, exposition.XIDCount{Entity: i, XID: k.xid, Count: n})
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Entity != out[b].Entity {
+			return out[a].Entity < out[b].Entity
+		}
+		return out[a].XID < out[b].XID
+	})
+	return out
+}

@@ -1,0 +1,307 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// fakeSource counts calls and returns what the test sets.
+type fakeSource struct {
+	mu      sync.Mutex
+	inv     *source.Inventory
+	set     []fields.Field
+	err     error
+	block   chan struct{} // when non-nil, Read waits on it, ignoring ctx
+	xids    []source.XIDEvent
+	reads   atomic.Int64
+	watches atomic.Int64
+}
+
+func newFakeSource(gpus int) *fakeSource {
+	inv := &source.Inventory{DriverVersion: "550.54.15"}
+	for i := 0; i < gpus; i++ {
+		inv.Entities = append(inv.Entities, source.Entity{
+			Kind: source.GPU, GPU: i, UUID: "GPU-" + strings.Repeat(string(rune('a'+i)), 8) + "-0000-0000-0000-000000000000",
+			Device: "nvidia" + string(rune('0'+i)), Model: "NVIDIA H100 80GB HBM3", GPUInstance: -1, ComputeInstance: -1,
+		})
+	}
+	return &fakeSource{inv: inv}
+}
+
+func (f *fakeSource) Name() string { return "fake" }
+func (f *fakeSource) Inventory(context.Context) (*source.Inventory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inv, nil
+}
+func (f *fakeSource) Watch(_ context.Context, set []fields.Field) error {
+	f.watches.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set = set
+	return nil
+}
+func (f *fakeSource) Read(ctx context.Context) (*source.Sample, error) {
+	f.reads.Add(1)
+	f.mu.Lock()
+	block, err, inv, set, xids := f.block, f.err, f.inv, f.set, f.xids
+	f.xids = nil
+	f.mu.Unlock()
+	if block != nil {
+		<-block
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := source.NewSample(time.Now(), inv, set)
+	for e := range inv.Entities {
+		for c := range set {
+			s.Set(e, c, source.IntValue(int64(e*10+c)))
+		}
+	}
+	s.XIDs = xids
+	return s, nil
+}
+func (f *fakeSource) Close() error { return nil }
+
+func (f *fakeSource) update(fn func(f *fakeSource)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+type staticAttribution struct{ t *podresources.Table }
+
+func (s staticAttribution) Table() *podresources.Table { return s.t }
+
+func testFields(t *testing.T) []fields.Field {
+	t.Helper()
+	cat := fields.MustNew()
+	var out []fields.Field
+	for _, n := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP"} {
+		f, _ := cat.Lookup(n)
+		out = append(out, f)
+	}
+	return out
+}
+
+func newTestCollector(t *testing.T, src source.Source, attr Attribution, timeout time.Duration) (*Collector, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c, err := New(Config{Interval: time.Hour, Timeout: timeout, Fields: testFields(t)}, src, attr, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, reg
+}
+
+func TestCollectPublishesPage(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	c, reg := newTestCollector(t, src, nil, time.Second)
+	if c.Ready() || len(c.Page().Text) != 0 {
+		t.Fatal("ready or non-empty before the first collection")
+	}
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Ready() {
+		t.Error("not ready after a successful collection")
+	}
+	p := c.Page()
+	if !bytes.Contains(p.Text, []byte(`gpu_temperature_celsius{gpu="1"`)) {
+		t.Errorf("page lacks GPU 1 temperature:\n%s", p.Text)
+	}
+	if got := testutil.ToFloat64(c.m.up); got != 1 {
+		t.Errorf("source_up = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(c.m.series); got != float64(p.Series) || p.Series != 2+2*2 {
+		t.Errorf("series gauge = %v, page series = %d, want 6", got, p.Series)
+	}
+	if n, err := testutil.GatherAndCount(reg, "gpu_exporter_last_collection_timestamp_seconds"); err != nil || n != 1 {
+		t.Errorf("last collection timestamp missing: %d %v", n, err)
+	}
+}
+
+func TestScrapesNeverCallTheSource(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	c, _ := newTestCollector(t, src, nil, time.Second)
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reads := src.reads.Load()
+	for i := 0; i < 1000; i++ {
+		_ = c.Page()
+		_ = c.Ready()
+	}
+	if got := src.reads.Load(); got != reads {
+		t.Errorf("source read %d times during page reads", got-reads)
+	}
+}
+
+func TestSourceErrorDropsSeriesAndRecovers(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(1)
+	c, _ := newTestCollector(t, src, nil, time.Second)
+	ctx := context.Background()
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	src.update(func(f *fakeSource) { f.err = source.ErrUnavailable })
+	if err := c.Collect(ctx); !errors.Is(err, source.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if len(c.Page().Text) != 0 {
+		t.Error("stale GPU series kept after a failed collection")
+	}
+	if testutil.ToFloat64(c.m.up) != 0 || testutil.ToFloat64(c.m.errors.WithLabelValues("read")) != 1 {
+		t.Error("failure not reflected in source_up and errors_total{stage=read}")
+	}
+	if !c.Ready() {
+		t.Error("readiness lost: /readyz reports whether a first collection ever succeeded")
+	}
+	src.update(func(f *fakeSource) { f.err = nil })
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Page().Text) == 0 || testutil.ToFloat64(c.m.up) != 1 {
+		t.Error("did not recover")
+	}
+}
+
+// Not parallel: it counts goroutines.
+func TestHungSourceTimesOutWithoutPilingUp(t *testing.T) {
+	src := newFakeSource(1)
+	c, _ := newTestCollector(t, src, nil, 50*time.Millisecond)
+	ctx := context.Background()
+	release := make(chan struct{})
+	src.update(func(f *fakeSource) { f.block = release })
+	before := runtime.NumGoroutine()
+	if err := c.Collect(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	for i := 0; i < 20; i++ {
+		if err := c.Collect(ctx); !errors.Is(err, ErrReadInFlight) {
+			t.Fatalf("collection %d: err = %v, want ErrReadInFlight", i, err)
+		}
+	}
+	if got := src.reads.Load(); got != 1 {
+		t.Errorf("source read %d times while hung, want 1", got)
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("goroutines grew from %d to %d", before, after)
+	}
+	src.update(func(f *fakeSource) { f.block = nil })
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Collect(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("did not recover after the hung read returned")
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestWatchOnceAndAgainAfterSetFields(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(1)
+	c, _ := newTestCollector(t, src, nil, time.Second)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		_ = c.Collect(ctx)
+	}
+	if got := src.watches.Load(); got != 1 {
+		t.Errorf("watches = %d, want 1", got)
+	}
+	c.SetFields(testFields(t)[:1])
+	_ = c.Collect(ctx)
+	if got := src.watches.Load(); got != 2 {
+		t.Errorf("watches after SetFields = %d, want 2", got)
+	}
+	if bytes.Contains(c.Page().Text, []byte("gpu_temperature_celsius")) {
+		t.Error("field removed from the set is still exported")
+	}
+}
+
+func TestXIDsCounted(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	c, _ := newTestCollector(t, src, nil, time.Second)
+	ctx := context.Background()
+	src.update(func(f *fakeSource) {
+		f.xids = []source.XIDEvent{{Entity: 1, XID: 79}, {Entity: 1, XID: 79}, {Entity: 0, XID: 13}}
+	})
+	_ = c.Collect(ctx)
+	src.update(func(f *fakeSource) { f.xids = []source.XIDEvent{{Entity: 1, XID: 79}} })
+	_ = c.Collect(ctx)
+	text := string(c.Page().Text)
+	for _, want := range []string{`gpu="1"`, `xid="79"} 3`, `xid="13"} 1`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %s:\n%s", want, text)
+		}
+	}
+}
+
+func TestJoinWithAttribution(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	resp := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Name: "trainer", Namespace: "ml",
+		Containers: []*podresourcesv1.ContainerResources{{
+			Name:    "main",
+			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{src.inv.Entities[0].UUID}}},
+		}},
+	}}}
+	table := podresources.NewTable(resp, []string{"nvidia.com/gpu"}, podresources.IDTypeUID)
+	c, _ := newTestCollector(t, src, staticAttribution{table}, time.Second)
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	text := string(c.Page().Text)
+	if !strings.Contains(text, `gpu_utilization_ratio{gpu="0",uuid="`+src.inv.Entities[0].UUID+`",device="nvidia0",model="NVIDIA H100 80GB HBM3",namespace="ml",pod="trainer",container="main"}`) {
+		t.Errorf("held GPU lacks pod labels:\n%s", text)
+	}
+	if !strings.Contains(text, `gpu_utilization_ratio{gpu="1",uuid="`+src.inv.Entities[1].UUID+`",device="nvidia1",model="NVIDIA H100 80GB HBM3"}`) {
+		t.Errorf("free GPU changed:\n%s", text)
+	}
+	if !strings.Contains(text, `gpu_pod_allocation_info{gpu="0"`) {
+		t.Error("allocation info missing")
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(1)
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Interval: 0, Fields: testFields(t)}, "interval must be positive"},
+		{Config{Interval: time.Second}, "no fields"},
+		{Config{Interval: time.Second, Fields: testFields(t), MaxSeries: -1}, "max series"},
+	}
+	for _, tc := range cases {
+		_, err := New(tc.cfg, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) error = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}

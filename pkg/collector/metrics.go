@@ -1,0 +1,62 @@
+package collector
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the collector's self-metrics.
+type metrics struct {
+	up          prometheus.Gauge
+	duration    prometheus.Histogram
+	collections prometheus.Counter
+	errors      *prometheus.CounterVec
+	series      prometheus.Gauge
+	dropped     prometheus.Counter
+	lastSuccess prometheus.Gauge
+	unmatched   prometheus.Gauge
+}
+
+func newMetrics(sourceName string) *metrics {
+	m := &metrics{
+		up: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_source_up", Help: "Whether the last collection from the GPU source succeeded (1) or failed (0).",
+			ConstLabels: prometheus.Labels{"source": sourceName},
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gpu_exporter_collection_duration_seconds", Help: "Time one collection took: source read, attribution join and rendering.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		collections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpu_exporter_collections_total", Help: "Collections attempted.",
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpu_exporter_collection_errors_total", Help: "Failed collections, by the stage that failed (watch, read, timeout).",
+		}, []string{"stage"}),
+		series: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_series", Help: "GPU series on the current page.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpu_exporter_series_dropped_total", Help: "Series left out because the page reached --collect.max-series.",
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_last_collection_timestamp_seconds", Help: "Unix time of the last successful collection.",
+		}),
+		unmatched: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_podresources_unmatched_devices", Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees.",
+		}),
+	}
+	for _, stage := range []string{"watch", "read", "timeout"} {
+		m.errors.WithLabelValues(stage)
+	}
+	return m
+}
+
+func (m *metrics) register(reg prometheus.Registerer) error {
+	var errs []error
+	for _, c := range []prometheus.Collector{m.up, m.duration, m.collections, m.errors, m.series, m.dropped, m.lastSuccess, m.unmatched} {
+		errs = append(errs, reg.Register(c))
+	}
+	return errors.Join(errs...)
+}
