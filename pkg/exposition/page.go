@@ -115,6 +115,19 @@ func NewRenderer(opts Options) *Renderer {
 
 // Render builds a page from one collection.
 func (r *Renderer) Render(in Input) *Page {
+	p := r.renderPlain(in)
+	return &Page{
+		Text:            p.text,
+		TextGzip:        r.gzip(p.text),
+		OpenMetrics:     p.om,
+		OpenMetricsGzip: r.gzip(p.om),
+		Series:          p.series,
+		Dropped:         p.dropped,
+	}
+}
+
+// renderPlain renders the text and OpenMetrics bodies.
+func (r *Renderer) renderPlain(in Input) *page {
 	r.refreshLabels(in)
 	p := &page{
 		text:  make([]byte, 0, r.lastText+r.lastText/8),
@@ -129,14 +142,7 @@ func (r *Renderer) Render(in Input) *Page {
 	p.renderAllocations(in)
 	p.renderXIDs(in)
 	r.lastText, r.lastOM = len(p.text), len(p.om)
-	return &Page{
-		Text:            p.text,
-		TextGzip:        r.gzip(p.text),
-		OpenMetrics:     p.om,
-		OpenMetricsGzip: r.gzip(p.om),
-		Series:          p.series,
-		Dropped:         p.dropped,
-	}
+	return p
 }
 
 func (r *Renderer) gzip(b []byte) []byte {
