@@ -178,7 +178,7 @@ func checkValuesMatchSource(t *testing.T, page []byte, s *source.Sample) {
 				t.Errorf("%s{uuid=%q}: exported although the source value is blank", f.Name, l["uuid"])
 				continue
 			}
-			want := raw * f.Scale
+			want := f.Scaled(raw)
 			if f.Kind == fields.Bitmask {
 				want = 0
 				for _, r := range f.Reasons {

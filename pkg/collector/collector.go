@@ -268,7 +268,7 @@ func (c *Collector) join(inv *source.Inventory, table *podresources.Table) []exp
 			targets = append(targets, exposition.Target{
 				Entity: i,
 				Holder: &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container},
-				Shared: len(hs) > 1,
+				Shared: h.Shared || len(hs) > 1, // a replica is shared even while it has one holder
 			})
 		}
 	}

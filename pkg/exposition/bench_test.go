@@ -90,7 +90,7 @@ func (c *baselineCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(c.descs[f.Name], vt, x*f.Scale, lv...)
+			ch <- prometheus.MustNewConstMetric(c.descs[f.Name], vt, f.Scaled(x), lv...)
 		}
 	}
 }

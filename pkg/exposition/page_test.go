@@ -133,7 +133,7 @@ func TestValuesScaledAndParsed(t *testing.T) {
 					e = 1
 				}
 				raw, _ := s.At(e, c).Number()
-				if got, want := metricValue(m), raw*f.Scale; got != want {
+				if got, want := metricValue(m), f.Scaled(raw); got != want {
 					t.Errorf("%s %s gpu %d = %v, want %v", name, f.Name, e, got, want)
 				}
 			}

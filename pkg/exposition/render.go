@@ -161,10 +161,7 @@ func (p *page) renderField(in Input, col int) {
 			}
 			continue
 		}
-		if f.Scale != 1 {
-			x *= f.Scale
-		}
-		p.line(&fam, labels[i], "", "", x)
+		p.line(&fam, labels[i], "", "", f.Scaled(x))
 	}
 }
 

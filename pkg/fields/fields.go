@@ -7,6 +7,7 @@ package fields
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -90,6 +91,20 @@ type Field struct {
 	Kind Kind
 	// Reasons name the bits of a Bitmask field, in exposition order.
 	Reasons []Reason
+}
+
+// Scaled converts a raw DCGM value into the base unit of Name. Scales below
+// one are applied as a division by their (integral) reciprocal, so that 95 %
+// becomes exactly 0.95 rather than 95 × 0.01 = 0.9500000000000001.
+func (f *Field) Scaled(raw float64) float64 {
+	switch {
+	case f.Scale == 1:
+		return raw
+	case f.Scale < 1:
+		return raw / math.Round(1/f.Scale)
+	default:
+		return raw * f.Scale
+	}
 }
 
 // Base returns Name without the _total suffix of counters, the family name

@@ -106,3 +106,26 @@ func TestScales(t *testing.T) {
 		}
 	}
 }
+
+func TestScaledIsExactForDecimalScales(t *testing.T) {
+	t.Parallel()
+	c := MustNew()
+	cases := []struct {
+		name string
+		raw  float64
+		want float64
+	}{
+		{"gpu_utilization_ratio", 95, 0.95},
+		{"gpu_utilization_ratio", 7, 0.07},
+		{"gpu_energy_joules_total", 123456789, 123456.789},
+		{"gpu_power_violation_seconds_total", 1500000, 1.5},
+		{"gpu_memory_used_bytes", 3, 3 << 20},
+		{"gpu_sm_clock_hertz", 1980, 1.98e9},
+	}
+	for _, tc := range cases {
+		f, _ := c.Lookup(tc.name)
+		if got := f.Scaled(tc.raw); got != tc.want {
+			t.Errorf("%s.Scaled(%v) = %v, want %v", tc.name, tc.raw, got, tc.want)
+		}
+	}
+}
