@@ -46,8 +46,9 @@ lint: vet ## gofmt check and go vet (golangci-lint when installed).
 	@test -z "$$(gofmt -l cmd pkg tests etc)" || { echo "gofmt needed:"; gofmt -l cmd pkg tests etc; exit 1; }
 	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; else echo "golangci-lint not installed; skipped"; fi
 
-bench: ## Benchmarks with their client_golang baselines, measured in the same run.
+bench: ## Benchmarks with their baselines in the same run; fails when a target ratio is missed.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
+	$(GO) test -count 1 -run TestPerformanceTargets ./pkg/exposition -args -targets
 
 fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz FuzzParseDeviceID -fuzztime 30s ./pkg/podresources

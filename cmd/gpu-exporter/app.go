@@ -81,7 +81,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 	a.srv, err = server.New(server.Config{
 		ListenAddresses: o.listenAddresses, WebConfigFile: o.webConfigFile, SystemdSocket: o.systemdSocket,
 		TelemetryPath: o.telemetryPath, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: o.writeTimeout,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, EnablePprof: o.enablePprof,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, EnablePprof: o.enablePprof, SelfMetricsMaxAge: time.Second,
 	}, a.coll, a.reg, a.reg, logger)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,9 @@ type Config struct {
 	MaxHeaderBytes int
 	// EnablePprof mounts /debug/pprof/ (behind the same auth as the rest).
 	EnablePprof bool
+	// SelfMetricsMaxAge is how long one encoding of the exporter's own
+	// metrics is shared by scrapes; 0 gathers them on every scrape.
+	SelfMetricsMaxAge time.Duration
 }
 
 // Server is the exporter's HTTP server.
@@ -67,7 +70,7 @@ func New(cfg Config, pages Pages, gatherer prometheus.Gatherer, reg prometheus.R
 			return nil, fmt.Errorf("--web.config.file %s: %w", cfg.WebConfigFile, err)
 		}
 	}
-	mh, err := newMetricsHandler(pages, gatherer, reg, logger)
+	mh, err := newMetricsHandler(pages, gatherer, reg, logger, cfg.SelfMetricsMaxAge)
 	if err != nil {
 		return nil, err
 	}
