@@ -12,7 +12,7 @@ DEMO_ADDR ?= 127.0.0.1:9400
 SCENARIO  ?= demo
 TOOLS_BIN := $(CURDIR)/tests/tools/bin
 
-.PHONY: help build demo test test-short lint vet fmt bench fuzz tools clean
+.PHONY: help build demo test test-short lint vet fmt bench load fuzz tools clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ lint: vet ## gofmt check and go vet (golangci-lint when installed).
 bench: ## Benchmarks with their baselines in the same run; fails when a target ratio is missed.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
 	$(GO) test -count 1 -run TestPerformanceTargets ./pkg/exposition -args -targets
+
+load: build ## Bounded loopback load test: 64 scrapers for 10s on the 64-GPU scenario.
+	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
 
 fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz FuzzParseDeviceID -fuzztime 30s ./pkg/podresources
