@@ -11,6 +11,7 @@ LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:9400
 SCENARIO  ?= demo
 TOOLS_BIN := $(CURDIR)/tests/tools/bin
+FUZZTIME  ?= 30s
 
 .PHONY: help build demo test test-short lint vet fmt bench load fuzz tools clean
 
@@ -54,8 +55,10 @@ load: build ## Bounded loopback load test: 64 scrapers for 10s on the 64-GPU sce
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
 
 fuzz: ## Run each fuzz target for a bounded time.
-	$(GO) test -run '^$$' -fuzz FuzzParseDeviceID -fuzztime 30s ./pkg/podresources
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./pkg/source/sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDeviceID$$' -fuzztime $(FUZZTIME) ./pkg/podresources
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pkg/source/sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCounters$$' -fuzztime $(FUZZTIME) ./pkg/config
+	$(GO) test -run '^$$' -fuzz '^FuzzLabelValuesRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/exposition
 
 tools: ## Build the test tools (promtool) from pinned Go modules into tests/tools/bin.
 	@$(MAKE) -s -C tests/tools
