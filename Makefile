@@ -13,7 +13,7 @@ SCENARIO  ?= demo
 TOOLS_BIN := $(CURDIR)/tests/tools/bin
 FUZZTIME  ?= 30s
 
-.PHONY: help build demo test test-short lint vet fmt bench load fuzz tools clean
+.PHONY: help build demo test test-short lint vet fmt bench load soak fuzz tools clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ bench: ## Benchmarks with their baselines in the same run; fails when a target r
 
 load: build ## Bounded loopback load test: 64 scrapers for 10s on the 64-GPU scenario.
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
+
+soak: ## Long soak: pod churn on every collection for SOAK_DURATION (default 10m), heap must stay flat.
+	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count 1 -timeout 0 -v -run TestPodChurnKeepsHeapFlat ./tests/soak
 
 fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDeviceID$$' -fuzztime $(FUZZTIME) ./pkg/podresources
