@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
@@ -57,7 +59,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("gpu_exporter"),
 	)
-	set, err := a.loadCounters()
+	counters, err := a.loadCounters()
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +75,10 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		attr = a.pods
 	}
 	a.coll, err = collector.New(collector.Config{
-		Interval: o.interval, Timeout: o.timeout, Fields: set, MaxSeries: o.maxSeries,
+		Interval: o.interval, Timeout: o.timeout, MaxSeries: o.maxSeries, GPUs: o.gpuList,
+		Fields: counters.Fields, Labels: counters.Labels,
+		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
+		Naming: o.namingMode, DCGM: a.dcgmNaming(),
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
 		return nil, err
@@ -96,20 +101,77 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 // its environment twin).
 func (a *app) flagSet(name string) bool { return a.fs != nil && a.fs.Changed(name) }
 
-// loadCounters returns the field set from --collect.counters, or the
-// built-in default set.
-func (a *app) loadCounters() ([]fields.Field, error) {
+// loadCounters returns what --collect.counters lists, or the built-in set of
+// the naming.
+func (a *app) loadCounters() (collector.Counters, error) {
 	if a.o.countersCSV == "" {
-		return a.cat.Defaults(), nil
+		if a.o.namingMode == exposition.NamingDCGM {
+			set, labels := a.cat.DCGMDefaults()
+			return collector.Counters{Fields: set, Labels: labels}, nil
+		}
+		return collector.Counters{Fields: a.cat.Defaults()}, nil
 	}
 	c, err := config.LoadCounters(a.o.countersCSV, a.cat)
 	if err != nil {
-		return nil, fmt.Errorf("--collect.counters: %w", err)
+		return collector.Counters{}, fmt.Errorf("--collect.counters: %w", err)
 	}
-	if len(c.Labels) > 0 {
-		a.logger.Info("counters file lists label fields; they apply in dcgm naming mode only", "file", a.o.countersCSV, "labels", len(c.Labels))
+	for _, sk := range c.Skipped {
+		a.logger.Warn("counters file row skipped: gpu-exporter does not export it", "at", sk.Where, "name", sk.Name, "reason", sk.Reason)
 	}
-	return c.Fields, nil
+	k := collector.Counters{Fields: c.Fields}
+	if a.o.namingMode != exposition.NamingDCGM {
+		if len(c.Labels) > 0 || c.XIDErrorsCount != nil || c.ClockEventsCount != nil {
+			a.logger.Info("counters file lists label fields or DCGM_EXP_* counters; they apply with --naming=dcgm only", "file", a.o.countersCSV)
+		}
+		return k, nil
+	}
+	k.Labels = c.Labels
+	k.XIDErrorsCount = windowCounter(c.XIDErrorsCount, a.o.xidWindow)
+	k.ClockEventsCount = windowCounter(c.ClockEventsCount, a.o.clockEventsWindow)
+	return k, nil
+}
+
+// windowCounter configures a DCGM_EXP_* counter the counters file lists.
+func windowCounter(row *config.ExporterCounter, window time.Duration) *collector.WindowCounter {
+	if row == nil {
+		return nil
+	}
+	return &collector.WindowCounter{Name: row.Name, Help: row.Help, Type: row.Type, Window: window}
+}
+
+// dcgmNaming returns the options of --naming=dcgm.
+func (a *app) dcgmNaming() exposition.DCGMOptions {
+	o := exposition.DCGMOptions{
+		HostnameLabel: a.o.hostnameLabel, OldNamespace: a.o.oldNamespace, ReplaceBlanksInModelName: a.o.replaceBlanks,
+	}
+	if a.o.namingMode != exposition.NamingDCGM || a.o.hostnameLabel == "none" {
+		o.HostnameLabel = ""
+		return o
+	}
+	o.Hostname = a.hostname()
+	return o
+}
+
+// hostname is the hostname label's value, chosen as dcgm-exporter chooses
+// it: the remote hostengine's host when one is used and pods are not
+// attributed, else $NODE_NAME, else the host name.
+func (a *app) hostname() string {
+	if a.o.dcgmMode == "remote" && a.pods == nil && a.o.source != "sim" {
+		host, _, err := net.SplitHostPort(a.o.dcgmRemoteAddress)
+		if err != nil {
+			host = a.o.dcgmRemoteAddress // a unix socket path, or no port
+		}
+		return host
+	}
+	if a.o.nodeName != "" {
+		return a.o.nodeName
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		a.logger.Warn("host name unknown; the hostname label is left out", "err", err)
+		return ""
+	}
+	return h
 }
 
 // openKubernetes starts the pod-resources client when attribution is on.
@@ -199,13 +261,15 @@ func (a *app) reload() {
 		a.logger.Info("SIGHUP: no --collect.counters file to reload")
 		return
 	}
-	set, err := a.loadCounters()
+	k, err := a.loadCounters()
+	if err == nil {
+		err = a.coll.SetCounters(k)
+	}
 	if err != nil {
 		a.logger.Error("SIGHUP: counters file rejected; keeping the running field set", "err", err)
 		return
 	}
-	a.coll.SetFields(set)
-	a.logger.Info("SIGHUP: counters file reloaded", "file", a.o.countersCSV, "fields", len(set))
+	a.logger.Info("SIGHUP: counters file reloaded", "file", a.o.countersCSV, "fields", len(k.Fields))
 }
 
 func (a *app) close() {

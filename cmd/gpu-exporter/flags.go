@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/promslog"
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 )
 
@@ -30,7 +33,15 @@ type options struct {
 	timeout     time.Duration
 	countersCSV string
 	maxSeries   int
+	gpus        string
 	scenario    string
+
+	naming            string
+	hostnameLabel     string
+	oldNamespace      bool
+	replaceBlanks     bool
+	xidWindow         time.Duration
+	clockEventsWindow time.Duration
 
 	k8sEnabled     string
 	k8sSocket      string
@@ -46,6 +57,15 @@ type options struct {
 	logFormat *promslog.Format
 
 	version bool
+
+	// Parsed from the flags above by validate.
+	namingMode exposition.Naming
+	gpuList    []int
+	// nodeName is $NODE_NAME, the hostname label's value in dcgm naming.
+	nodeName string
+	// dcgmExporter records the dcgm-exporter flags and environment
+	// variables given, for the start-up log.
+	dcgmExporter compatUse
 }
 
 // promslogValue adapts promslog's level and format to pflag.
@@ -76,7 +96,15 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed (0: the collect interval).")
 	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
+	fs.StringVar(&o.gpus, "collect.gpus", "", "GPU indices to export, comma-separated, with ranges (0,2-3); their MIG instances come with them (empty: every GPU).")
 	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, scale-64) or a YAML file path.")
+
+	fs.StringVar(&o.naming, "naming", "prometheus", "Series names, units and labels: prometheus (gpu_* names in base units) or dcgm (dcgm-exporter's DCGM_FI_* names, DCGM units and labels, for existing dashboards and alerts).")
+	fs.StringVar(&o.hostnameLabel, "naming.hostname-label", exposition.HostnameLabel, "With --naming=dcgm: name of the hostname label, Hostname (dcgm-exporter up to 4.x) or hostname (later releases), or none to leave it out. Its value is $NODE_NAME, else the host name.")
+	fs.BoolVar(&o.oldNamespace, "naming.old-namespace", false, "With --naming=dcgm: dcgm-exporter 1.x label names (uuid, pod_name, pod_namespace, container_name).")
+	fs.BoolVar(&o.replaceBlanks, "naming.replace-blanks-in-model-name", false, "With --naming=dcgm: write blanks in the modelName label as dashes.")
+	fs.DurationVar(&o.xidWindow, "naming.xid-count-window", 5*time.Minute, "With --naming=dcgm: window of DCGM_EXP_XID_ERRORS_COUNT, when the counters file lists it.")
+	fs.DurationVar(&o.clockEventsWindow, "naming.clock-events-count-window", 5*time.Minute, "With --naming=dcgm: window of DCGM_EXP_CLOCK_EVENTS_COUNT, when the counters file lists it.")
 
 	fs.StringVar(&o.k8sEnabled, "kubernetes.enabled", "auto", "Attribute GPUs to pods through the kubelet pod-resources API: auto (when the socket exists), true or false.")
 	fs.StringVar(&o.k8sSocket, "kubernetes.pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "Path of the kubelet pod-resources unix socket.")
@@ -93,7 +121,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.Var(promslogValue{o.logLevel, "level"}, "log.level", "Only log messages with the given severity or above: debug, info, warn, error.")
 	fs.Var(promslogValue{o.logFormat, "format"}, "log.format", "Output format of log messages: logfmt or json.")
 
-	fs.BoolVar(&o.version, "version", false, "Print version information and exit.")
+	fs.BoolVarP(&o.version, "version", "v", false, "Print version information and exit.")
 	return fs
 }
 
@@ -108,20 +136,27 @@ func envName(flag string) string {
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, *pflag.FlagSet, error) {
 	o := &options{}
 	fs := newFlagSet(o)
+	aliases := addDCGMExporterFlags(fs)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: gpu-exporter [flags]\n\nEvery flag can also be set through its environment twin, e.g. --collect.interval through %s.\n\n", envName("collect.interval"))
+		fmt.Fprintf(stderr, "Usage: gpu-exporter [flags]\n\nEvery flag can also be set through its environment twin, e.g. --collect.interval through %s.\n"+
+			"dcgm-exporter's flags and environment variables are accepted where they mean something here (listed last).\n\n", envName("collect.interval"))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(dcgmExporterLongForms(args)); err != nil {
 		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fs, fmt.Errorf("unexpected argument %q: gpu-exporter takes flags only", fs.Arg(0))
 	}
+	// Precedence: the command line (our flags or dcgm-exporter's), then
+	// GPU_EXPORTER_* variables, then dcgm-exporter's variables.
+	if err := aliases.applyFlags(fs, &o.dcgmExporter); err != nil {
+		return nil, fs, err
+	}
 	var envErr error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if envErr != nil || f.Changed {
+		if envErr != nil || f.Changed || aliases.has(f.Name) {
 			return
 		}
 		v := getenv(envName(f.Name))
@@ -135,6 +170,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if envErr != nil {
 		return nil, fs, envErr
 	}
+	if err := aliases.applyEnv(fs, getenv, &o.dcgmExporter); err != nil {
+		return nil, fs, err
+	}
+	o.nodeName = getenv("NODE_NAME")
 	return o, fs, o.validate(fs)
 }
 
@@ -150,6 +189,25 @@ func (o *options) validate(fs *pflag.FlagSet) error {
 	}
 	if o.maxSeries < 0 {
 		return fmt.Errorf("--collect.max-series must not be negative, got %d", o.maxSeries)
+	}
+	gpus, err := parseGPUList(o.gpus)
+	if err != nil {
+		return fmt.Errorf("--collect.gpus: %w", err)
+	}
+	o.gpuList = gpus
+	if o.namingMode, err = exposition.ParseNaming(o.naming); err != nil {
+		return fmt.Errorf("--naming: %w", err)
+	}
+	switch o.hostnameLabel {
+	case exposition.HostnameLabel, exposition.HostnameLabelLower, "none":
+	default:
+		return fmt.Errorf("--naming.hostname-label: want %s, %s or none, got %q", exposition.HostnameLabel, exposition.HostnameLabelLower, o.hostnameLabel)
+	}
+	if o.xidWindow <= 0 {
+		return fmt.Errorf("--naming.xid-count-window must be positive, got %s", o.xidWindow)
+	}
+	if o.clockEventsWindow <= 0 {
+		return fmt.Errorf("--naming.clock-events-count-window must be positive, got %s", o.clockEventsWindow)
 	}
 	if o.writeTimeout <= 0 {
 		return fmt.Errorf("--web.write-timeout must be positive, got %s", o.writeTimeout)
@@ -198,4 +256,38 @@ func (o *options) validate(fs *pflag.FlagSet) error {
 		return fmt.Errorf("--dcgm.mode: want embedded or remote, got %q", o.dcgmMode)
 	}
 	return nil
+}
+
+// maxGPUIndex bounds --collect.gpus: far above any host's GPU count.
+const maxGPUIndex = 1023
+
+// parseGPUList reads GPU indices: "0,2-3" is 0, 2 and 3; "" is none.
+func parseGPUList(s string) ([]int, error) {
+	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("%q is not a GPU index or range", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a GPU index or range", part)
+			}
+		}
+		if b > maxGPUIndex {
+			return nil, fmt.Errorf("%q: GPU indices stop at %d", part, maxGPUIndex)
+		}
+		for i := a; i <= b; i++ {
+			if !slices.Contains(out, i) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out, nil
 }

@@ -57,12 +57,59 @@ func fileExists(p string) bool {
 // after unit scaling) and with promtool check metrics.
 func TestDemoGolden(t *testing.T) {
 	t.Parallel()
+	rig := newDemoRig(t)
+	ctx := t.Context()
+	set := fields.MustNew().Defaults()
+	coll, err := collector.New(collector.Config{Interval: time.Hour, Fields: set}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	promtool := ""
+	for _, at := range []time.Duration{0, 90 * time.Second} {
+		rig.now.Store(rig.t0.Add(at))
+		if err := coll.Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		page := coll.Page().Text
+		golden := filepath.Join("testdata", "demo-"+strconv.Itoa(int(at.Seconds()))+"s.golden")
+		compareGolden(t, golden, page)
+
+		// The same simulated instant read again gives the source values.
+		sample, err := rig.src.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkValuesMatchSource(t, page, sample)
+
+		if promtool == "" {
+			promtool = requireTool(t, "promtool")
+		}
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(page)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics on %s: %v\n%s", golden, err, out)
+		}
+	}
+}
+
+// demoRig is the demo scenario at a simulated time the test sets, with the
+// pod-resources table the real client fetched from the simulated kubelet.
+type demoRig struct {
+	src    *sim.Source
+	table  frozenTable
+	now    *atomicTime
+	t0     time.Time
+	logger *slog.Logger
+}
+
+func newDemoRig(t *testing.T) *demoRig {
+	t.Helper()
 	scn, err := sim.LoadBuiltin("demo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var now atomicTime
+	now := new(atomicTime)
 	now.Store(t0)
 	src := sim.New(scn, sim.WithClock(now.Load), sim.WithStart(t0))
 
@@ -94,51 +141,23 @@ func TestDemoGolden(t *testing.T) {
 	// Freeze the table the real client fetched: a later refresh timing out on
 	// a loaded machine must not make the golden output flaky. The demo's pods
 	// hold their GPUs for the whole run.
-	table := frozenTable{client.Table()}
-	stopClient()
-	ctx := t.Context()
+	return &demoRig{src: src, table: frozenTable{client.Table()}, now: now, t0: t0, logger: logger}
+}
 
-	set := fields.MustNew().Defaults()
-	coll, err := collector.New(collector.Config{Interval: time.Hour, Fields: set}, src, table, logger, prometheus.NewRegistry())
+// compareGolden compares page with the golden file, which -update rewrites.
+func compareGolden(t *testing.T, golden string, page []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, page, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	promtool := ""
-	for _, at := range []time.Duration{0, 90 * time.Second} {
-		now.Store(t0.Add(at))
-		if err := coll.Collect(ctx); err != nil {
-			t.Fatal(err)
-		}
-		page := coll.Page().Text
-		golden := filepath.Join("testdata", "demo-"+strconv.Itoa(int(at.Seconds()))+"s.golden")
-		if *update {
-			if err := os.WriteFile(golden, page, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(page, want) {
-			t.Errorf("%s differs from the rendered page (go test ./cmd/gpu-exporter -run TestDemoGolden -update rewrites it)", golden)
-		}
-
-		// The same simulated instant read again gives the source values.
-		sample, err := src.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkValuesMatchSource(t, page, sample)
-
-		if promtool == "" {
-			promtool = requireTool(t, "promtool")
-		}
-		cmd := exec.Command(promtool, "check", "metrics")
-		cmd.Stdin = bytes.NewReader(page)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool check metrics on %s: %v\n%s", golden, err, out)
-		}
+	if !bytes.Equal(page, want) {
+		t.Errorf("%s differs from the rendered page (go test ./cmd/gpu-exporter -run %s -update rewrites it)", golden, t.Name())
 	}
 }
 

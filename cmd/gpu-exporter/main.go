@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := promslog.New(&promslog.Config{Level: o.logLevel, Format: o.logFormat, Writer: stderr})
 	logger.Info("starting gpu-exporter", "version", version.Info(), "build_context", version.BuildContext())
+	logCompat(logger, o, fs)
 	a, err := newApp(ctx, o, fs, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)

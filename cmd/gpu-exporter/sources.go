@@ -42,7 +42,7 @@ func (a *app) openDCGM() error {
 	}
 	src, err := dcgm.New(dcgm.Config{
 		Mode: a.o.dcgmMode, RemoteAddress: a.o.dcgmRemoteAddress,
-		Interval: a.o.interval, CallTimeout: callTimeout, Health: true,
+		Interval: a.o.interval, CallTimeout: callTimeout, Health: true, GPUs: a.o.gpuList,
 	}, a.logger)
 	if err != nil {
 		return fmt.Errorf("--source=dcgm: %w", err)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,8 +41,38 @@ type Config struct {
 	Timeout time.Duration
 	// Fields is the set to watch.
 	Fields []fields.Field
+	// Labels are fields whose values label every series of their entity
+	// (counters file "label" rows). Dcgm naming only.
+	Labels []fields.Field
+	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
+	// counters; nil leaves them out. Dcgm naming only.
+	XIDErrorsCount, ClockEventsCount *WindowCounter
+	// GPUs, when not empty, limits the exported entities to these GPU
+	// indices, with their MIG instances and links.
+	GPUs []int
 	// MaxSeries caps the GPU series on a page; 0 means no limit.
 	MaxSeries int
+	// Naming selects names, units and labels; DCGM tunes dcgm naming.
+	Naming exposition.Naming
+	DCGM   exposition.DCGMOptions
+}
+
+// Counters is what to collect: the fields and, in dcgm naming, the label
+// fields and window counters.
+type Counters struct {
+	Fields []fields.Field
+	Labels []fields.Field
+	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
+	// counters; nil leaves them out.
+	XIDErrorsCount, ClockEventsCount *WindowCounter
+}
+
+// WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters: per
+// GPU, how many events of each kind happened during the last Window.
+type WindowCounter struct {
+	Name, Help string
+	Type       fields.Type
+	Window     time.Duration
 }
 
 func (c *Config) validate() error {
@@ -56,6 +87,16 @@ func (c *Config) validate() error {
 	}
 	if c.MaxSeries < 0 {
 		return fmt.Errorf("max series must not be negative, got %d", c.MaxSeries)
+	}
+	for _, w := range []*WindowCounter{c.XIDErrorsCount, c.ClockEventsCount} {
+		if w != nil && w.Window <= 0 {
+			return fmt.Errorf("%s: window must be positive, got %s", w.Name, w.Window)
+		}
+	}
+	for _, g := range c.GPUs {
+		if g < 0 {
+			return fmt.Errorf("negative GPU index %d", g)
+		}
 	}
 	return nil
 }
@@ -73,17 +114,21 @@ type Collector struct {
 
 	mu       sync.Mutex // serialises collections (Run and direct Collect calls)
 	renderer *exposition.Renderer
+	counters Counters       // what to collect; a change takes effect at the next Watch
 	watched  []fields.Field // set currently watched; nil forces a Watch
-	next     []fields.Field // set to watch from the next collection
+	extra    int            // trailing columns of watched that only feed window counters
 	pending  chan readResult
 	up       bool
 	lastInv  *source.Inventory
+
+	filter gpuFilter
 
 	joinInv   *source.Inventory
 	joinTable *podresources.Table
 	targets   []exposition.Target
 
-	xids map[xidKey]uint64
+	xids    map[xidKey]uint64
+	windows windows
 }
 
 type readResult struct {
@@ -103,9 +148,11 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	}
 	c := &Collector{
 		cfg: cfg, src: src, attr: attr, logger: logger,
-		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries}),
-		next:     cfg.Fields,
+		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM}),
+		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
+		filter:   newGPUFilter(cfg.GPUs),
 		xids:     map[xidKey]uint64{},
+		windows:  newWindows(),
 		up:       true, // so that a first failure is logged as a change
 	}
 	c.m = newMetrics(src.Name())
@@ -126,8 +173,26 @@ func (c *Collector) Ready() bool { return c.ready.Load() }
 func (c *Collector) SetFields(set []fields.Field) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.next = set
+	c.counters.Fields = set
 	c.watched = nil
+}
+
+// SetCounters replaces the fields, label fields and window counters from
+// the next collection on.
+func (c *Collector) SetCounters(k Counters) error {
+	for _, w := range []*WindowCounter{k.XIDErrorsCount, k.ClockEventsCount} {
+		if w != nil && w.Window <= 0 {
+			return fmt.Errorf("%s: window must be positive, got %s", w.Name, w.Window)
+		}
+	}
+	if len(k.Fields) == 0 {
+		return errors.New("no fields to collect")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counters = k
+	c.watched = nil
+	return nil
 }
 
 // Run collects at once, then every interval until ctx is done.
@@ -175,31 +240,37 @@ func (c *Collector) Collect(ctx context.Context) error {
 
 func (c *Collector) collect(ctx context.Context) error {
 	if c.watched == nil {
-		if err := c.src.Watch(ctx, c.next); err != nil {
+		set, extra := c.watchSet()
+		if err := c.src.Watch(ctx, set); err != nil {
 			c.m.errors.WithLabelValues("watch").Inc()
 			return fmt.Errorf("watch fields: %w", err)
 		}
-		c.watched = c.next
+		c.watched, c.extra = set, extra
 	}
 	s, err := c.read(ctx)
 	if err != nil {
 		return err
 	}
+	s = c.filter.apply(s)
 	if s.Inventory != c.lastInv {
 		if c.lastInv != nil {
 			c.logger.Info("GPU inventory changed", "gpus_before", c.lastInv.GPUs(), "gpus_now", s.Inventory.GPUs(), "entities", len(s.Inventory.Entities))
 		}
 		c.lastInv = s.Inventory
 	}
-	c.countXIDs(s)
 	var table *podresources.Table
 	if c.attr != nil {
 		table = c.attr.Table()
 	}
 	targets := c.join(s.Inventory, table)
-	p := c.renderer.Render(exposition.Input{
-		Sample: s, Targets: targets, Attribution: table, XIDs: c.xidCounts(s.Inventory),
-	})
+	in := exposition.Input{Sample: s, Targets: targets, Attribution: table, Extra: c.extra}
+	if c.cfg.Naming == exposition.NamingDCGM {
+		in.Windows = c.windows.update(s, c.counters)
+	} else {
+		c.countXIDs(s)
+		in.XIDs = c.xidCounts(s.Inventory)
+	}
+	p := c.renderer.Render(in)
 	c.page.Store(p)
 	c.m.series.Set(float64(p.Series))
 	if p.Dropped > 0 {
@@ -272,10 +343,37 @@ func (c *Collector) join(inv *source.Inventory, table *podresources.Table) []exp
 			})
 		}
 	}
-	c.m.unmatched.Set(float64(len(table.Unmatched(inv))))
+	// Devices of GPUs left out by --collect.gpus are not unmatched: the
+	// source sees them.
+	c.m.unmatched.Set(float64(len(table.Unmatched(c.filter.unfiltered(inv)))))
 	c.joinInv, c.joinTable, c.targets = inv, table, targets
 	return targets
 }
+
+// watchSet is the field set to watch: the fields and, in dcgm naming, the
+// label fields and the fields window counters need that are not collected
+// anyway. extra is how many of those trailing fields feed only the window
+// counters.
+func (c *Collector) watchSet() (set []fields.Field, extra int) {
+	k := c.counters
+	set = append([]fields.Field(nil), k.Fields...)
+	if c.cfg.Naming != exposition.NamingDCGM {
+		return set, 0
+	}
+	for _, l := range k.Labels {
+		l.Kind = fields.Label
+		set = append(set, l)
+	}
+	if k.ClockEventsCount != nil && !slices.ContainsFunc(k.Fields, isClockEvents) {
+		if f, ok := fields.MustNew().ByID(fields.ClockEventReasonsID); ok {
+			set = append(set, f)
+			extra++
+		}
+	}
+	return set, extra
+}
+
+func isClockEvents(f fields.Field) bool { return f.ID == fields.ClockEventReasonsID }
 
 func (c *Collector) countXIDs(s *source.Sample) {
 	for _, ev := range s.XIDs {

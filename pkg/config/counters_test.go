@@ -108,3 +108,151 @@ func TestShippedDefaultCountersMatchCatalog(t *testing.T) {
 		t.Error("etc/default-counters.csv is stale: run go test ./pkg/config -update")
 	}
 }
+
+// A counters file with the rows of dcgm-exporter's default file (its field
+// names and types; the help column here is ours) loads: label rows become
+// label fields, DCGM_EXP_* rows exporter counters, and rows for things
+// gpu-exporter does not export are skipped with their location.
+func TestParseDCGMExporterCountersFile(t *testing.T) {
+	t.Parallel()
+	in := `# Format
+# DCGM FIELD, Prometheus metric type, help message
+DCGM_FI_DEV_SM_CLOCK,  gauge, SM clock (MHz).
+DCGM_FI_DEV_MEM_CLOCK, gauge, memory clock (MHz).
+DCGM_FI_DEV_MEMORY_TEMP, gauge, memory temperature (C).
+DCGM_FI_DEV_GPU_TEMP,    gauge, GPU temperature (C).
+DCGM_FI_DEV_POWER_USAGE,              gauge, power (W).
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, energy (mJ).
+DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, PCIe retries.
+DCGM_FI_DEV_GPU_UTIL,      gauge, GPU utilization (%).
+DCGM_FI_DEV_MEM_COPY_UTIL, gauge, memory utilization (%).
+DCGM_FI_DEV_ENC_UTIL,      gauge, encoder utilization (%).
+DCGM_FI_DEV_DEC_UTIL ,     gauge, decoder utilization (%).
+DCGM_FI_DEV_XID_ERRORS,              gauge,   last XID.
+DCGM_EXP_CLOCK_EVENTS_COUNT, counter, clock events in the window
+DCGM_EXP_XID_ERRORS_COUNT, counter, XIDs in the window
+DCGM_EXP_GPU_HEALTH_STATUS, counter, health
+DCGM_FI_DEV_FB_FREE, gauge, free framebuffer (MiB).
+DCGM_FI_DEV_FB_USED, gauge, used framebuffer (MiB).
+DCGM_FI_DEV_FB_RESERVED, gauge, reserved framebuffer (MiB).
+DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL,            counter, NVLink counter.
+DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, vGPU licence
+DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, counter, uncorrectable remaps
+DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS,   counter, correctable remaps
+DCGM_FI_DEV_ROW_REMAP_FAILURE,           gauge,   remap failed
+DCGM_FI_DRIVER_VERSION,        label, driver
+DCGM_FI_PROF_GR_ENGINE_ACTIVE,   gauge, graphics engine active.
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, tensor active.
+DCGM_FI_PROF_DRAM_ACTIVE,        gauge, DRAM active.
+DCGM_FI_PROF_PCIE_TX_BYTES,      gauge, PCIe TX rate.
+DCGM_FI_PROF_PCIE_RX_BYTES,      gauge, PCIe RX rate.
+`
+	c, err := ParseCounters("default-counters.csv", strings.NewReader(in), fields.MustNew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Fields) != 24 {
+		t.Errorf("%d fields, want 24", len(c.Fields))
+	}
+	if len(c.Labels) != 1 || c.Labels[0].ID != fields.DriverVersionID || c.Labels[0].Kind != fields.Label {
+		t.Errorf("labels = %+v, want the driver version as a label field", c.Labels)
+	}
+	if x := c.XIDErrorsCount; x == nil || x.Name != "DCGM_EXP_XID_ERRORS_COUNT" || x.Type != fields.Counter || x.Help != "XIDs in the window" {
+		t.Errorf("XID count row = %+v", x)
+	}
+	if x := c.ClockEventsCount; x == nil || x.Help != "clock events in the window" {
+		t.Errorf("clock events row = %+v", x)
+	}
+	want := []Skipped{
+		{Where: "default-counters.csv:17", Name: "DCGM_EXP_GPU_HEALTH_STATUS"},
+		{Where: "default-counters.csv:22", Name: "DCGM_FI_DEV_VGPU_LICENSE_STATUS"},
+	}
+	if len(c.Skipped) != len(want) {
+		t.Fatalf("skipped = %+v, want %+v", c.Skipped, want)
+	}
+	for i, w := range want {
+		if c.Skipped[i].Where != w.Where || c.Skipped[i].Name != w.Name || c.Skipped[i].Reason == "" {
+			t.Errorf("skipped[%d] = %+v, want %+v with a reason", i, c.Skipped[i], w)
+		}
+	}
+}
+
+// The file's spelling, type and help are what dcgm naming prints; the
+// catalog's name, type and help stay for Prometheus naming.
+func TestCountersFileColumnsKept(t *testing.T) {
+	t.Parallel()
+	in := "DCGM_FI_DEV_CLOCKS_EVENT_REASONS, counter, reasons, as a mask\n" +
+		"dcgm_gpu_utilization, gauge, old name\n" +
+		"gpu_temperature_celsius, gauge, our name\n" +
+		"DCGM_FI_DEV_GPU_TEMP_SLOWDOWN, label, slowdown\n" +
+		"DCGM_FI_DEV_BOARD_SERIAL, label\n"
+	c, err := ParseCounters("c.csv", strings.NewReader(in), fields.MustNew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		f                       fields.Field
+		dcgmName, help, catName string
+		dcgmType                fields.Type
+	}{
+		{c.Fields[0], "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "reasons, as a mask", "gpu_clock_event_active", fields.Counter},
+		{c.Fields[1], "dcgm_gpu_utilization", "old name", "gpu_utilization_ratio", fields.Gauge},
+		{c.Fields[2], "DCGM_FI_DEV_GPU_TEMP", "our name", "gpu_temperature_celsius", fields.Gauge},
+	}
+	for _, tc := range cases {
+		if tc.f.DCGMName != tc.dcgmName || tc.f.DCGMHelp != tc.help || tc.f.DCGMType != tc.dcgmType || tc.f.Name != tc.catName {
+			t.Errorf("field = %s/%s/%q/%s, want %s/%s/%q/%s", tc.f.DCGMName, tc.f.DCGMType, tc.f.DCGMHelp, tc.f.Name, tc.dcgmName, tc.dcgmType, tc.help, tc.catName)
+		}
+	}
+	cat := fields.MustNew()
+	orig, _ := cat.Lookup("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+	if c.Fields[0].Type != orig.Type || c.Fields[0].Help != orig.Help || c.Fields[0].Kind != fields.Bitmask {
+		t.Error("the file changed the catalog's Prometheus type, help or kind")
+	}
+	if len(c.Labels) != 2 || c.Labels[0].Kind != fields.Label || c.Labels[0].ID != 158 || c.Labels[1].ID != 53 || c.Labels[1].DCGMName != "DCGM_FI_DEV_BOARD_SERIAL" {
+		t.Errorf("labels = %+v", c.Labels)
+	}
+}
+
+func TestParseCountersCompatErrors(t *testing.T) {
+	t.Parallel()
+	cat := fields.MustNew()
+	cases := []struct{ name, in, want string }{
+		{"string field as gauge", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, gauge, v\n", `c.csv:2: field "DCGM_FI_DRIVER_VERSION" is a string field: list it with type label`},
+		{"exporter counter twice", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_XID_ERRORS_COUNT, counter, a\nDCGM_EXP_XID_ERRORS_COUNT, counter, b\n", "c.csv:3: DCGM_EXP_XID_ERRORS_COUNT listed twice"},
+		{"exporter counter as label", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_CLOCK_EVENTS_COUNT, label, a\n", `c.csv:2: field "DCGM_EXP_CLOCK_EVENTS_COUNT": unknown type "label"`},
+		{"label twice", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, a\nDCGM_FI_SYSTEM_DRIVER_VERSION, label, b\n", "c.csv:3: field \"DCGM_FI_SYSTEM_DRIVER_VERSION\" already listed on line 2"},
+		{"histogram", "DCGM_FI_DEV_GPU_TEMP, histogram, t\n", `unknown type "histogram"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseCounters("c.csv", strings.NewReader(tc.in), cat)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFormatWritesDCGMColumns(t *testing.T) {
+	t.Parallel()
+	cat := fields.MustNew()
+	set, labels := cat.DCGMDefaults()
+	var b bytes.Buffer
+	if err := Format(&b, append(set, labels...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency in MHz.\n", "DCGM_FI_DRIVER_VERSION, label, "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("formatted file lacks %q", want)
+		}
+	}
+	c, err := ParseCounters("formatted", &b, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Fields) != len(set) || len(c.Labels) != 1 {
+		t.Errorf("round trip: %d fields, %d labels; want %d and 1", len(c.Fields), len(c.Labels), len(set))
+	}
+}

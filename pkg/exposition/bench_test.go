@@ -58,13 +58,23 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 // BenchmarkRender measures one collection's rendering (text, OpenMetrics and
-// both gzip members) with warm label caches, and the baseline for the same
-// series.
+// both gzip members) with warm label caches, in both namings, and the
+// baseline for the same series.
 func BenchmarkRender(b *testing.B) {
 	for _, scn := range benchScenarios {
 		in := benchInput(b, scn)
 		b.Run(scn+"/render", func(b *testing.B) {
 			r := exposition.NewRenderer(exposition.Options{})
+			r.Render(in)
+			b.ReportAllocs()
+			var series int
+			for b.Loop() {
+				series = r.Render(in).Series
+			}
+			b.ReportMetric(float64(series), "series")
+		})
+		b.Run(scn+"/render-dcgm", func(b *testing.B) {
+			r := exposition.NewRenderer(exposition.Options{Naming: exposition.NamingDCGM, DCGM: exposition.DCGMOptions{Hostname: "gpu-node-1"}})
 			r.Render(in)
 			b.ReportAllocs()
 			var series int

@@ -2,13 +2,16 @@
 // Prometheus text format 0.0.4 and OpenMetrics 1.0, each also gzipped. A
 // Page is rendered once per collection; a scrape only copies its bytes.
 // Label sets are built once per (inventory, attribution) pair and reused
-// until either changes.
+// until either changes (or, in dcgm naming, a label field's value). The
+// naming (Prometheus conventions, or dcgm-exporter's names, units and
+// labels) is chosen when the renderer is built: it decides the label sets
+// and a per-column plan, so the per-series loop is the same for both.
 package exposition
 
 import (
 	"bytes"
 	"compress/gzip"
-	"strconv"
+	"sort"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -74,43 +77,91 @@ type Input struct {
 	// must change whenever the holders change (a pointer to an immutable
 	// snapshot is ideal).
 	Attribution any
-	// XIDs are per-GPU, per-code XID counters, sorted by entity then code.
+	// XIDs are per-GPU, per-code XID counters, sorted by entity then code
+	// (Prometheus naming).
 	XIDs []XIDCount
+	// Extra is the number of trailing sample columns watched only to feed
+	// window counters; they are never exported as series. Columns of Kind
+	// fields.Label are not exported as series either: in dcgm naming they
+	// label the series of their entity.
+	Extra int
+	// Windows are dcgm-exporter's window counters, in page order (dcgm
+	// naming).
+	Windows []WindowFamily
 }
 
 // Options tune rendering.
 type Options struct {
 	// MaxSeries caps the number of series on a page; 0 means no limit.
 	MaxSeries int
+	// Naming selects names, units and labels.
+	Naming Naming
+	// DCGM tunes NamingDCGM.
+	DCGM DCGMOptions
 }
 
 // Renderer turns Inputs into Pages. It keeps caches between calls and is
 // not safe for concurrent use: one collector goroutine owns it.
 type Renderer struct {
 	opts Options
+	// label builds the label set of one target; chosen by the naming.
+	label labeler
 
-	inv     *source.Inventory
-	attr    any
-	labels  [][]byte // per target: label pairs without braces
-	targets []Target
+	inv        *source.Inventory
+	attr       any
+	labels     []targetLabels // per target
+	targets    []Target
+	labelCols  []int          // sample columns of Kind fields.Label, by label name
+	labelNames []string       // their label names
+	labelVals  []source.Value // per target, per labelCols: values the labels hold
+
+	plan       []column // per exported sample column, in page order
+	planFields []fields.Field
+	planExtra  int
 
 	headers map[headerKey]header
-	zbuf    bytes.Buffer
-	zw      *gzip.Writer
+	xidAttr map[int64][]byte // dcgm naming: ,err_code="N",err_msg="…" per code
+	// scratch buffers of the page being rendered, kept between renders
+	extra, value []byte
+	zbuf         bytes.Buffer
+	zw           *gzip.Writer
 
 	lastText, lastOM int
 }
 
+// targetLabels is the cached label set of one target, label pairs without
+// braces, and where labels that vary per series go.
+type targetLabels struct {
+	b []byte
+	// window is where window counter labels go: after the entity's labels,
+	// before the holder's.
+	window int
+	// attr is where per-value attributes (err_code, err_msg) go: in the
+	// holder's labels, kept in dcgm-exporter's sorted order.
+	attr int
+}
+
 type headerKey struct {
-	name string
-	typ  fields.Type
+	name, help string
+	typ        fields.Type
 }
 
 type header struct{ text, om []byte }
 
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
-	return &Renderer{opts: opts, headers: map[headerKey]header{}, zw: gzip.NewWriter(nil)}
+	r := &Renderer{opts: opts, headers: map[headerKey]header{}, zw: gzip.NewWriter(nil)}
+	switch opts.Naming {
+	case NamingDCGM:
+		if r.opts.DCGM.HostnameLabel == "" {
+			r.opts.DCGM.HostnameLabel = HostnameLabel
+		}
+		r.label = dcgmLabeler(r.opts.DCGM)
+		r.xidAttr = map[int64][]byte{}
+	default:
+		r.label = prometheusLabels
+	}
+	return r
 }
 
 // Render builds a page from one collection.
@@ -121,7 +172,7 @@ func (r *Renderer) Render(in Input) *Page {
 		TextGzip:        r.gzip(p.text),
 		OpenMetrics:     p.om,
 		OpenMetricsGzip: r.gzip(p.om),
-		Series:          p.series,
+		Series:          p.nseries,
 		Dropped:         p.dropped,
 	}
 }
@@ -134,14 +185,27 @@ func (r *Renderer) renderPlain(in Input) *page {
 		om:    make([]byte, 0, r.lastOM+r.lastOM/8),
 		max:   r.opts.MaxSeries,
 		owner: r,
+		extra: r.extra[:0],
+		value: r.value[:0],
 	}
-	p.renderInfo(in)
-	for f := range in.Sample.Fields {
-		p.renderField(in, f)
+	r.refreshPlan(in)
+	if r.opts.Naming == NamingDCGM {
+		for i := range r.plan {
+			p.renderField(in, &r.plan[i])
+		}
+		for i := range in.Windows {
+			p.renderWindow(in, &in.Windows[i])
+		}
+	} else {
+		p.renderInfo(in)
+		for i := range r.plan {
+			p.renderField(in, &r.plan[i])
+		}
+		p.renderAllocations(in)
+		p.renderXIDs(in)
 	}
-	p.renderAllocations(in)
-	p.renderXIDs(in)
 	r.lastText, r.lastOM = len(p.text), len(p.om)
+	r.extra, r.value = p.extra, p.value
 	return p
 }
 
@@ -153,40 +217,76 @@ func (r *Renderer) gzip(b []byte) []byte {
 	return bytes.Clone(r.zbuf.Bytes())
 }
 
-// refreshLabels rebuilds the per-target label sets when the inventory or the
-// attribution changed since the last render.
+// refreshLabels rebuilds the per-target label sets when the inventory, the
+// attribution or (dcgm naming) a label field's value changed since the last
+// render.
 func (r *Renderer) refreshLabels(in Input) {
 	inv := in.Sample.Inventory
-	if inv == r.inv && in.Attribution == r.attr && len(in.Targets) == len(r.labels) {
+	if inv == r.inv && in.Attribution == r.attr && len(in.Targets) == len(r.labels) && !r.labelValuesChanged(in) {
 		return
 	}
 	r.inv, r.attr = inv, in.Attribution
 	r.targets = append(r.targets[:0], in.Targets...)
-	r.labels = make([][]byte, len(in.Targets))
+	r.findLabelColumns(in.Sample)
+	r.labels = make([]targetLabels, len(in.Targets))
+	r.labelVals = r.labelVals[:0]
 	for i, t := range in.Targets {
-		r.labels[i] = entityLabels(nil, &inv.Entities[t.Entity], t.Holder)
+		for _, col := range r.labelCols {
+			r.labelVals = append(r.labelVals, in.Sample.At(t.Entity, col))
+		}
+		r.labels[i] = r.label(in.Sample, t, r.labelCols)
 	}
 }
 
-// entityLabels appends the identifying labels of e, then the holder's.
-func entityLabels(b []byte, e *source.Entity, h *Holder) []byte {
-	b = appendLabel(b, true, "gpu", strconv.Itoa(e.GPU))
-	b = appendLabel(b, false, "uuid", e.UUID)
-	b = appendLabel(b, false, "device", e.Device)
-	b = appendLabel(b, false, "model", e.Model)
-	switch e.Kind {
-	case source.GPUInstance:
-		b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
-		b = appendLabel(b, false, "mig_profile", e.MIGProfile)
-	case source.NVLink:
-		b = appendLabel(b, false, "link", strconv.Itoa(e.Link))
-	case source.NVSwitch:
-		b = appendLabel(b, false, "nvswitch", strconv.Itoa(e.ID))
+// findLabelColumns lists the sample columns of Kind fields.Label, sorted by
+// label name as dcgm-exporter sorts them. Prometheus naming has none.
+func (r *Renderer) findLabelColumns(s *source.Sample) {
+	r.labelCols, r.labelNames = r.labelCols[:0], r.labelNames[:0]
+	if r.opts.Naming != NamingDCGM {
+		return
 	}
-	if h != nil {
-		b = appendLabel(b, false, "namespace", h.Namespace)
-		b = appendLabel(b, false, "pod", h.Pod)
-		b = appendLabel(b, false, "container", h.Container)
+	for col := range s.Fields {
+		if s.Fields[col].Kind == fields.Label {
+			r.labelCols = append(r.labelCols, col)
+		}
 	}
-	return b
+	sort.SliceStable(r.labelCols, func(a, b int) bool {
+		return s.Fields[r.labelCols[a]].DCGMName < s.Fields[r.labelCols[b]].DCGMName
+	})
+	for _, col := range r.labelCols {
+		r.labelNames = append(r.labelNames, s.Fields[col].DCGMName)
+	}
+}
+
+// labelValuesChanged reports whether a label column holds another value
+// than the cached label sets were built from, or sits elsewhere.
+func (r *Renderer) labelValuesChanged(in Input) bool {
+	if r.opts.Naming != NamingDCGM {
+		return false
+	}
+	s := in.Sample
+	n := 0
+	for col := range s.Fields {
+		if s.Fields[col].Kind == fields.Label {
+			n++
+		}
+	}
+	if n != len(r.labelCols) {
+		return true
+	}
+	for i, col := range r.labelCols {
+		if col >= len(s.Fields) || s.Fields[col].Kind != fields.Label || s.Fields[col].DCGMName != r.labelNames[i] {
+			return true
+		}
+	}
+	k := 0
+	for _, t := range in.Targets {
+		for _, col := range r.labelCols {
+			if s.At(t.Entity, col) != r.labelVals[k] {
+				return true
+			}
+			k++
+		}
+	}
+	return false
 }

@@ -281,9 +281,9 @@ func TestLabelCacheFollowsInventoryAndAttribution(t *testing.T) {
 	r := NewRenderer(Options{})
 	snapA, snapB := new(int), new(int)
 	r.Render(Input{Sample: s, Targets: allTargets(s), Attribution: snapA})
-	first := &r.labels[0][0]
+	first := &r.labels[0].b[0]
 	r.Render(Input{Sample: s, Targets: allTargets(s), Attribution: snapA})
-	if &r.labels[0][0] != first {
+	if &r.labels[0].b[0] != first {
 		t.Error("labels rebuilt although inventory and attribution are unchanged")
 	}
 	h := &Holder{Namespace: "ns", Pod: "p", Container: "c"}

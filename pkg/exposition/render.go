@@ -1,7 +1,9 @@
 package exposition
 
 import (
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -17,6 +19,8 @@ const (
 	allocationHelp = "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1."
 	xidName        = "gpu_xid_errors_total"
 	xidHelp        = "XID errors reported by the driver since the exporter started, by XID code."
+	// windowSizeLabel carries the window of dcgm-exporter's window counters.
+	windowSizeLabel = "window_size_in_ms"
 )
 
 // page is the state of one Render call.
@@ -24,9 +28,11 @@ type page struct {
 	owner   *Renderer
 	text    []byte
 	om      []byte
-	series  int
+	nseries int
 	dropped int
 	max     int
+	// scratch buffers for one series
+	extra, value []byte
 }
 
 // family writes its header lazily, before its first kept series, so that
@@ -38,10 +44,11 @@ type family struct {
 }
 
 func (p *page) header(f *family) {
-	h, ok := p.owner.headers[headerKey{f.name, f.typ}]
+	k := headerKey{f.name, f.help, f.typ}
+	h, ok := p.owner.headers[k]
 	if !ok {
 		h = buildHeader(f)
-		p.owner.headers[headerKey{f.name, f.typ}] = h
+		p.owner.headers[k] = h
 	}
 	p.text = append(p.text, h.text...)
 	p.om = append(p.om, h.om...)
@@ -60,14 +67,21 @@ func buildHeader(f *family) header {
 	text = append(text, f.typ.String()...)
 	text = append(text, '\n')
 
-	base := f.name
-	if f.typ == fields.Counter && len(base) > len("_total") && base[len(base)-len("_total"):] == "_total" {
-		base = base[:len(base)-len("_total")]
+	base, omType := f.name, f.typ.String()
+	if f.typ == fields.Counter {
+		if strings.HasSuffix(base, "_total") && len(base) > len("_total") {
+			base = base[:len(base)-len("_total")]
+		} else {
+			// OpenMetrics requires _total on counter samples; a counter named
+			// without it (dcgm naming) keeps its name as an unknown-typed
+			// family rather than being renamed.
+			omType = "unknown"
+		}
 	}
 	om = append(om, "# TYPE "...)
 	om = append(om, base...)
 	om = append(om, ' ')
-	om = append(om, f.typ.String()...)
+	om = append(om, omType...)
 	om = append(om, "\n# HELP "...)
 	om = append(om, base...)
 	om = append(om, ' ')
@@ -76,9 +90,20 @@ func buildHeader(f *family) header {
 	return header{text: text, om: om}
 }
 
-// line writes one series: name{labels[,extraName="extraValue"]} value.
+// line writes one series: name{labels[,extraName="extraValue"]} v.
 func (p *page) line(f *family, labels []byte, extraName, extraValue string, v float64) {
-	if p.max > 0 && p.series >= p.max {
+	p.extra = p.extra[:0]
+	if extraName != "" {
+		p.extra = appendLabel(p.extra, len(labels) == 0, extraName, extraValue)
+	}
+	p.value = appendFloat(p.value[:0], v)
+	p.series(f, labels, len(labels), p.extra, p.value)
+}
+
+// series writes name{labels[:cut] extra labels[cut:]} value. extra holds
+// whole label pairs, with a leading comma unless it comes first.
+func (p *page) series(f *family, labels []byte, cut int, extra, value []byte) {
+	if p.max > 0 && p.nseries >= p.max {
 		p.dropped++
 		return
 	}
@@ -88,15 +113,14 @@ func (p *page) line(f *family, labels []byte, extraName, extraValue string, v fl
 	start := len(p.text)
 	p.text = append(p.text, f.name...)
 	p.text = append(p.text, '{')
-	p.text = append(p.text, labels...)
-	if extraName != "" {
-		p.text = appendLabel(p.text, len(labels) == 0, extraName, extraValue)
-	}
+	p.text = append(p.text, labels[:cut]...)
+	p.text = append(p.text, extra...)
+	p.text = append(p.text, labels[cut:]...)
 	p.text = append(p.text, '}', ' ')
-	p.text = appendFloat(p.text, v)
+	p.text = append(p.text, value...)
 	p.text = append(p.text, '\n')
 	p.om = append(p.om, p.text[start:]...)
-	p.series++
+	p.nseries++
 }
 
 // renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for
@@ -133,36 +157,55 @@ func (p *page) renderInfo(in Input) {
 	}
 }
 
-// renderField writes the family of sample column col: one series per target
-// whose entity carries the field and has a value (blank values are left out).
-func (p *page) renderField(in Input, col int) {
+// renderField writes the family of one sample column: one series per
+// target whose entity carries the field and has a value (blank values are
+// left out).
+func (p *page) renderField(in Input, c *column) {
 	s := in.Sample
-	f := &s.Fields[col]
-	fam := family{name: f.Name, help: f.Help, typ: f.Type}
+	f := &s.Fields[c.col]
+	fam := c.fam
 	labels := p.owner.labels
 	for i, t := range in.Targets {
 		e := &s.Inventory.Entities[t.Entity]
 		if !f.Levels.Has(e.Kind.Level()) {
 			continue
 		}
-		v := s.At(t.Entity, col)
+		v := s.At(t.Entity, c.col)
 		x, ok := v.Number()
 		if !ok {
 			continue
 		}
-		if f.Kind == fields.Bitmask {
+		l := &labels[i]
+		switch c.mode {
+		case modeScaled:
+			p.value = appendFloat(p.value[:0], f.Scaled(x))
+			p.series(&fam, l.b, len(l.b), nil, p.value)
+		case modeReasons:
 			mask := uint64(x)
-			for _, r := range f.Reasons {
-				active := 0.0
+			for k, r := range f.Reasons {
+				p.value = append(p.value[:0], '0')
 				if mask&r.Bit != 0 {
-					active = 1
+					p.value[0] = '1'
 				}
-				p.line(&fam, labels[i], "reason", r.Name, active)
+				p.series(&fam, l.b, len(l.b), c.reasons[k], p.value)
 			}
-			continue
+		case modeRaw:
+			p.value = appendRaw(p.value[:0], v)
+			p.series(&fam, l.b, len(l.b), nil, p.value)
+		case modeRawXID:
+			p.value = appendRaw(p.value[:0], v)
+			p.series(&fam, l.b, l.attr, p.owner.xidAttribute(int64(x)), p.value)
 		}
-		p.line(&fam, labels[i], "", "", f.Scaled(x))
 	}
+}
+
+// appendRaw appends a value as DCGM reported it: integers exactly, floats in
+// the shortest form that parses back to the same float64.
+func appendRaw(b []byte, v source.Value) []byte {
+	if v.Kind == source.Int {
+		return strconv.AppendInt(b, v.Int, 10)
+	}
+	return appendFloat(b, v.Float)
 }
 
 // renderAllocations writes gpu_pod_allocation_info for every held target.
@@ -176,7 +219,7 @@ func (p *page) renderAllocations(in Input) {
 		if t.Shared {
 			shared = "true"
 		}
-		p.line(&fam, p.owner.labels[i], "shared", shared, 1)
+		p.line(&fam, p.owner.labels[i].b, "shared", shared, 1)
 	}
 }
 
@@ -187,5 +230,34 @@ func (p *page) renderXIDs(in Input) {
 	for _, x := range in.XIDs {
 		b = entityLabels(b[:0], &in.Sample.Inventory.Entities[x.Entity], nil)
 		p.line(&fam, b, "xid", strconv.FormatInt(x.XID, 10), float64(x.Count))
+	}
+}
+
+// renderWindow writes one of dcgm-exporter's window counters: for every
+// target on a GPU, one series per event kind counted in the window, or one
+// zero series without the event label when there was none.
+func (p *page) renderWindow(in Input, w *WindowFamily) {
+	fam := family{name: w.Name, help: w.Help, typ: w.Type}
+	window := strconv.FormatInt(w.Window.Milliseconds(), 10)
+	eventFirst := w.Label < windowSizeLabel // dcgm-exporter sorts these labels by name
+	for i, t := range in.Targets {
+		if in.Sample.Inventory.Entities[t.Entity].Kind != source.GPU {
+			continue
+		}
+		l := &p.owner.labels[i]
+		k := sort.Search(len(w.Counts), func(k int) bool { return w.Counts[k].Entity >= t.Entity })
+		for ; k < len(w.Counts) && w.Counts[k].Entity == t.Entity; k++ {
+			c := &w.Counts[k]
+			p.extra = p.extra[:0]
+			if c.Event != "" && eventFirst {
+				p.extra = appendLabel(p.extra, false, w.Label, c.Event)
+			}
+			p.extra = appendLabel(p.extra, false, windowSizeLabel, window)
+			if c.Event != "" && !eventFirst {
+				p.extra = appendLabel(p.extra, false, w.Label, c.Event)
+			}
+			p.value = strconv.AppendUint(p.value[:0], c.Count, 10)
+			p.series(&fam, l.b, l.window, p.extra, p.value)
+		}
 	}
 }

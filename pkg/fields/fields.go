@@ -50,13 +50,21 @@ const (
 	// Number: one series whose value is the raw value times Scale.
 	Number Kind = iota
 	// Bitmask: one 0/1 series per known bit, labelled reason=<bit name>.
+	// In dcgm naming the raw integer is exported instead, as dcgm-exporter
+	// does.
 	Bitmask
+	// Label: never a series; in dcgm naming the value labels every series
+	// of its entity, as a counters file "label" row does in dcgm-exporter.
+	Label
 )
 
 // Reason names one bit of a bitmask field.
 type Reason struct {
 	Bit  uint64
 	Name string
+	// DCGMName is the clock_event label value dcgm-exporter's
+	// DCGM_EXP_CLOCK_EVENTS_COUNT gives the bit.
+	DCGMName string
 }
 
 // Field is one row of the catalog.
@@ -68,12 +76,21 @@ type Field struct {
 	DCGMName string
 	// Aliases are other DCGM_FI_* spellings of the same id (DCGM 4 renames).
 	Aliases []string
+	// LegacyName is the dcgm-exporter 1.x name of the field ("dcgm_sm_clock"),
+	// which its 1.x-compatibility counters file lists; empty when it had none.
+	LegacyName string
 	// Name is the Prometheus-conventional exported name, with _total on counters.
 	Name string
 	// Type is the Prometheus type of Name.
 	Type Type
 	// DCGMType is the type dcgm-exporter declares for DCGMName.
 	DCGMType Type
+	// DCGMHelp is the HELP text of DCGMName in dcgm naming, in DCGM's native
+	// unit. A counters file's help column replaces it.
+	DCGMHelp string
+	// DCGMDefault marks fields dcgm-exporter's default counters file
+	// collects; dcgm naming's built-in set adds them to the default set.
+	DCGMDefault bool
 	// Scale multiplies DCGM's native value into the base unit of Name.
 	Scale float64
 	// Unit is the base unit of Name (empty for dimensionless values).
@@ -107,6 +124,25 @@ func (f *Field) Scaled(raw float64) float64 {
 	}
 }
 
+// DCGMUnit returns the unit of the raw value DCGM reports, which dcgm naming
+// exports unscaled: "MHz", "MiB", "%", "mJ", "µs", or Unit when DCGM already
+// reports the base unit.
+func (f *Field) DCGMUnit() string {
+	switch {
+	case f.Scale == percent:
+		return "%"
+	case f.Scale == mebibytes:
+		return "MiB"
+	case f.Scale == megahertz:
+		return "MHz"
+	case f.Scale == millijoul:
+		return "mJ"
+	case f.Scale == microsec:
+		return "µs"
+	}
+	return f.Unit
+}
+
 // Base returns Name without the _total suffix of counters, the family name
 // OpenMetrics uses on # TYPE and # HELP lines.
 func (f *Field) Base() string {
@@ -118,15 +154,22 @@ func (f *Field) Base() string {
 
 // Catalog is an immutable, indexed view of the field table.
 type Catalog struct {
-	fields []Field
-	byID   map[uint16]int
-	byName map[string]int
+	fields  []Field
+	byID    map[uint16]int
+	byName  map[string]int
+	labels  []Field
+	byLabel map[string]int
 }
 
 // New returns the catalog built from the field table. It fails only if the
 // table itself is inconsistent (duplicate ids or names), which a test guards.
 func New() (*Catalog, error) {
 	rows := table()
+	for i := range rows {
+		if rows[i].DCGMHelp == "" {
+			rows[i].DCGMHelp = rows[i].Help // same unit in both namings
+		}
+	}
 	c := &Catalog{fields: rows, byID: make(map[uint16]int, len(rows)), byName: make(map[string]int, 3*len(rows))}
 	for i := range rows {
 		f := &rows[i]
@@ -135,12 +178,33 @@ func New() (*Catalog, error) {
 		}
 		c.byID[f.ID] = i
 		names := append([]string{f.DCGMName, f.Name}, f.Aliases...)
+		if f.LegacyName != "" {
+			names = append(names, f.LegacyName)
+		}
 		for _, n := range names {
 			key := strings.ToUpper(n)
 			if j, dup := c.byName[key]; dup && j != i {
 				return nil, fmt.Errorf("field catalog: name %q used by field ids %d and %d", n, rows[j].ID, f.ID)
 			}
 			c.byName[key] = i
+		}
+	}
+	c.labels = labelTable()
+	c.byLabel = make(map[string]int, 2*len(c.labels))
+	for i := range c.labels {
+		f := &c.labels[i]
+		if _, dup := c.byID[f.ID]; dup {
+			return nil, fmt.Errorf("field catalog: label field id %d (%s) is also a metric field", f.ID, f.DCGMName)
+		}
+		for _, n := range append([]string{f.DCGMName}, f.Aliases...) {
+			key := strings.ToUpper(n)
+			if _, dup := c.byLabel[key]; dup {
+				return nil, fmt.Errorf("field catalog: label field name %q used twice", n)
+			}
+			if _, dup := c.byName[key]; dup {
+				return nil, fmt.Errorf("field catalog: label field name %q is also a metric field name", n)
+			}
+			c.byLabel[key] = i
 		}
 	}
 	return c, nil
@@ -178,6 +242,39 @@ func (c *Catalog) Lookup(name string) (Field, bool) {
 		return Field{}, false
 	}
 	return c.fields[i], true
+}
+
+// LookupLabel finds a label field (a DCGM string field such as the driver
+// version, which counters files may list only as a "label" row) by its
+// DCGM_FI_* name or an alias; case does not matter.
+func (c *Catalog) LookupLabel(name string) (Field, bool) {
+	i, ok := c.byLabel[strings.ToUpper(strings.TrimSpace(name))]
+	if !ok {
+		return Field{}, false
+	}
+	return c.labels[i], true
+}
+
+// Labels returns every label field. The slice is a copy.
+func (c *Catalog) Labels() []Field {
+	return append([]Field(nil), c.labels...)
+}
+
+// DCGMDefaults returns dcgm naming's built-in set: the default set plus the
+// fields dcgm-exporter's default counters file collects, in catalog order,
+// and the label fields that file lists.
+func (c *Catalog) DCGMDefaults() (set, labels []Field) {
+	for _, f := range c.fields {
+		if f.Default || f.DCGMDefault {
+			set = append(set, f)
+		}
+	}
+	for _, f := range c.labels {
+		if f.DCGMDefault {
+			labels = append(labels, f)
+		}
+	}
+	return set, labels
 }
 
 // Defaults returns the built-in counters set, in catalog order.

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+)
+
+// aliasKind says what gpu-exporter does with one of dcgm-exporter's flags.
+type aliasKind uint8
+
+const (
+	// mapped: sets the gpu-exporter flag that means the same.
+	mapped aliasKind = iota
+	// already: gpu-exporter always behaves the way the flag asks; accepted
+	// and noted in the log.
+	already
+	// unsupported: fails at start-up unless given dcgm-exporter's default.
+	unsupported
+)
+
+// alias is one of dcgm-exporter's command-line flags (its urfave/cli name,
+// short forms and environment variables).
+type alias struct {
+	name    string
+	short   string // one letter, or "" (pflag shorthands are one letter)
+	long2   string // a longer alternative name, e.g. "rbmn", or ""
+	env     string
+	boolean bool
+	kind    aliasKind
+	// target is the gpu-exporter flag a mapped alias sets.
+	target string
+	// convert turns the alias's value into target's; nil copies it. ok false
+	// leaves target alone (a boolean given as false, "all devices").
+	convert func(v string) (out string, ok bool, err error)
+	// def is dcgm-exporter's default; an unsupported alias given it is
+	// accepted.
+	def string
+	// note says what to use instead (unsupported) or why nothing is needed
+	// (already).
+	note string
+}
+
+// dcgmExporterAliases lists dcgm-exporter's flags, as its pkg/cmd/app.go
+// declares them.
+func dcgmExporterAliases() []alias {
+	return []alias{
+		{name: "collectors", short: "f", env: "DCGM_EXPORTER_COLLECTORS", target: "collect.counters"},
+		{name: "address", short: "a", env: "DCGM_EXPORTER_LISTEN", target: "web.listen-address"},
+		{name: "collect-interval", short: "c", env: "DCGM_EXPORTER_INTERVAL", target: "collect.interval", convert: milliseconds},
+		{name: "kubernetes", short: "k", env: "DCGM_EXPORTER_KUBERNETES", boolean: true, target: "kubernetes.enabled", convert: boolValue},
+		{name: "kubernetes-gpu-id-type", env: "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", target: "kubernetes.gpu-id-type", convert: gpuIDType},
+		{name: "remote-hostengine-info", short: "r", env: "DCGM_REMOTE_HOSTENGINE_INFO", target: "dcgm.remote-address"},
+		{name: "devices", short: "d", env: "DCGM_EXPORTER_DEVICES_STR", target: "collect.gpus", convert: deviceSelection},
+		{name: "use-old-namespace", short: "o", env: "DCGM_EXPORTER_USE_OLD_NAMESPACE", boolean: true, target: "naming.old-namespace", convert: boolValue},
+		{name: "no-hostname", short: "n", env: "DCGM_EXPORTER_NO_HOSTNAME", boolean: true, target: "naming.hostname-label", convert: ifTrue("none")},
+		{name: "xid-count-window-size", short: "x", env: "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", target: "naming.xid-count-window", convert: milliseconds},
+		{name: "clock-events-count-window-size", env: "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", target: "naming.clock-events-count-window", convert: milliseconds},
+		{name: "replace-blanks-in-model-name", long2: "rbmn", env: "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", boolean: true, target: "naming.replace-blanks-in-model-name", convert: boolValue},
+		{name: "web-config-file", env: "DCGM_EXPORTER_WEB_CONFIG_FILE", target: "web.config.file"},
+		{name: "web-systemd-socket", env: "DCGM_EXPORTER_SYSTEMD_SOCKET", boolean: true, target: "web.systemd-socket", convert: boolValue},
+		{name: "pod-resources-kubelet-socket", env: "DCGM_POD_RESOURCES_KUBELET_SOCKET", target: "kubernetes.pod-resources-socket"},
+		{name: "nvidia-resource-names", env: "NVIDIA_RESOURCE_NAMES", target: "kubernetes.resource-names"},
+		{name: "debug", env: "DCGM_EXPORTER_DEBUG", boolean: true, target: "log.level", convert: ifTrue("debug")},
+		{name: "log-format", env: "DCGM_EXPORTER_LOG_FORMAT", target: "log.format", convert: logFormat},
+		{name: "enable-pprof", env: "DCGM_EXPORTER_ENABLE_PPROF", boolean: true, target: "web.enable-pprof", convert: boolValue},
+
+		{name: "kubernetes-virtual-gpus", env: "KUBERNETES_VIRTUAL_GPUS", boolean: true, kind: already,
+			note: "every container sharing a GPU gets its own series"},
+		{name: "kubernetes-enable-dra", env: "KUBERNETES_ENABLE_DRA", boolean: true, kind: already,
+			note: "DRA allocations are read with --kubernetes.gpu-id-type=auto (the default) or dra"},
+		{name: "disable-startup-validate", env: "DISABLE_STARTUP_VALIDATE", boolean: true, kind: already,
+			note: "there is no start-up validation to disable"},
+		{name: "enable-gpu-bind-unbind-watch", env: "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", boolean: true, kind: already,
+			note: "GPUs appearing and disappearing are picked up at every collection"},
+		{name: "gpu-bind-unbind-poll-interval", env: "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL", kind: already,
+			note: "GPUs appearing and disappearing are picked up at every collection (--collect.interval)"},
+
+		{name: "configmap-data", short: "m", env: "DCGM_EXPORTER_CONFIGMAP_DATA", kind: unsupported, def: "none",
+			note: "mount the ConfigMap as a file and pass it with -f or --collect.counters"},
+		{name: "cpu-devices", short: "p", env: "DCGM_EXPORTER_CPU_DEVICES_STR", kind: unsupported, def: "f",
+			note: "CPU metrics are not collected; leave it at f"},
+		{name: "switch-devices", short: "s", env: "DCGM_EXPORTER_OTHER_DEVICES_STR", kind: unsupported, def: "f",
+			note: "NVSwitch selection is not supported; leave it at f"},
+		{name: "kubernetes-enable-pod-labels", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", boolean: true, kind: unsupported, def: "false",
+			note: "pod labels are not exported; join kube_pod_labels from kube-state-metrics in PromQL"},
+		{name: "kubernetes-pod-label-allowlist-regex", env: "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", kind: unsupported, def: "",
+			note: "pod labels are not exported; join kube_pod_labels from kube-state-metrics in PromQL"},
+		{name: "kubernetes-enable-pod-uid", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", boolean: true, kind: unsupported, def: "false",
+			note: "the pod_uid label is not exported; namespace and pod identify the pod"},
+		{name: "fake-gpus", env: "DCGM_EXPORTER_USE_FAKE_GPUS", boolean: true, kind: unsupported, def: "false",
+			note: "use --source=sim for simulated GPUs"},
+		{name: "enable-dcgm-log", env: "DCGM_EXPORTER_ENABLE_DCGM_LOG", boolean: true, kind: unsupported, def: "false",
+			note: "DCGM's own log is not forwarded; read nv-hostengine's log, and use --log.level=debug for gpu-exporter's"},
+		{name: "dcgm-log-level", env: "DCGM_EXPORTER_DCGM_LOG_LEVEL", kind: unsupported, def: "NONE",
+			note: "DCGM's own log is not forwarded; read nv-hostengine's log, and use --log.level=debug for gpu-exporter's"},
+		{name: "hpc-job-mapping-dir", env: "DCGM_HPC_JOB_MAPPING_DIR", kind: unsupported, def: "",
+			note: "HPC job mapping is not supported"},
+		{name: "dump-enabled", env: "DCGM_EXPORTER_DUMP_ENABLED", boolean: true, kind: unsupported, def: "false",
+			note: "debug dumps are not written; use --log.level=debug"},
+		{name: "dump-directory", env: "DCGM_EXPORTER_DUMP_DIRECTORY", kind: unsupported, def: "/tmp/dcgm-exporter-debug",
+			note: "debug dumps are not written; use --log.level=debug"},
+		{name: "dump-retention", env: "DCGM_EXPORTER_DUMP_RETENTION", kind: unsupported, def: "24",
+			note: "debug dumps are not written; use --log.level=debug"},
+		{name: "dump-compression", env: "DCGM_EXPORTER_DUMP_COMPRESSION", boolean: true, kind: unsupported, def: "true",
+			note: "debug dumps are not written; use --log.level=debug"},
+	}
+}
+
+// compatUse records which dcgm-exporter flags and variables were given.
+type compatUse struct {
+	// given names each flag or variable, as given ("-f", "DCGM_EXPORTER_INTERVAL").
+	given []string
+	// already are the notes of flags gpu-exporter needs no action for.
+	already []string
+}
+
+// aliasSet is the dcgm-exporter flags registered on a flag set.
+type aliasSet struct {
+	list   []alias
+	values map[string]*string // by alias name
+}
+
+// addDCGMExporterFlags registers dcgm-exporter's flags on fs, after
+// gpu-exporter's own. Mapped ones show in the usage; the others are hidden.
+func addDCGMExporterFlags(fs *pflag.FlagSet) aliasSet {
+	as := aliasSet{list: dcgmExporterAliases(), values: map[string]*string{}}
+	for _, a := range as.list {
+		v := new(string)
+		as.values[a.name] = v
+		usage := "dcgm-exporter's --" + a.name
+		switch a.kind {
+		case mapped:
+			usage += ": sets --" + a.target
+			if a.convert != nil {
+				usage += " (" + convertNote(a) + ")"
+			}
+			usage += ". Environment: " + a.env + "."
+		default:
+			usage += ": " + a.note + "."
+		}
+		*v = a.def
+		f := fs.VarPF(aliasValue{v, aliasType(a)}, a.name, a.short, usage)
+		if a.boolean {
+			f.NoOptDefVal = "true"
+		}
+		if a.long2 != "" {
+			fs.VarPF(aliasValue{v, aliasType(a)}, a.long2, "", usage).NoOptDefVal = f.NoOptDefVal
+			_ = fs.MarkHidden(a.long2)
+		}
+		if a.kind != mapped {
+			_ = fs.MarkHidden(a.name)
+		}
+	}
+	return as
+}
+
+// aliasValue holds a dcgm-exporter flag's value as given; apply converts
+// it. Its type only names the value in the usage text.
+type aliasValue struct {
+	v   *string
+	typ string
+}
+
+func (a aliasValue) String() string     { return *a.v }
+func (a aliasValue) Set(s string) error { *a.v = s; return nil }
+func (a aliasValue) Type() string       { return a.typ }
+
+// aliasType names the kind of value a dcgm-exporter flag takes.
+func aliasType(a alias) string {
+	switch {
+	case a.boolean:
+		return "bool"
+	case a.target == "collect.interval" || strings.HasSuffix(a.target, "-window"):
+		return "milliseconds"
+	}
+	return "string"
+}
+
+// convertNote explains a conversion in the usage text.
+func convertNote(a alias) string {
+	switch a.target {
+	case "collect.interval", "naming.xid-count-window", "naming.clock-events-count-window":
+		return "milliseconds"
+	case "collect.gpus":
+		return "f, g or g:<ids>; MIG instances come with their GPU"
+	case "naming.hostname-label":
+		return "to none"
+	case "log.level":
+		return "to debug"
+	case "log.format":
+		return "text or json"
+	case "kubernetes.gpu-id-type":
+		return "uid or device-name"
+	}
+	return "true or false"
+}
+
+// has reports whether name is one of dcgm-exporter's flags.
+func (as aliasSet) has(name string) bool {
+	for _, a := range as.list {
+		if a.name == name || (a.long2 != "" && a.long2 == name) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyFlags applies the dcgm-exporter flags given on the command line. A
+// mapped flag whose gpu-exporter twin is also given is an error.
+func (as aliasSet) applyFlags(fs *pflag.FlagSet, use *compatUse) error {
+	for _, a := range as.list {
+		given := fs.Changed(a.name) || (a.long2 != "" && fs.Changed(a.long2))
+		if !given {
+			continue
+		}
+		spelled := "--" + a.name
+		if a.short != "" {
+			spelled = "-" + a.short + "/--" + a.name
+		}
+		if a.kind == mapped && fs.Changed(a.target) {
+			return fmt.Errorf("%s and --%s both given; they set the same thing: keep one", spelled, a.target)
+		}
+		if err := as.apply(fs, a, *as.values[a.name], spelled, use); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyEnv applies dcgm-exporter's environment variables whose flag (ours
+// or dcgm-exporter's) was not given on the command line or through a
+// GPU_EXPORTER_* variable.
+func (as aliasSet) applyEnv(fs *pflag.FlagSet, getenv func(string) string, use *compatUse) error {
+	for _, a := range as.list {
+		v := getenv(a.env)
+		if v == "" || fs.Changed(a.name) || (a.long2 != "" && fs.Changed(a.long2)) {
+			continue
+		}
+		if a.kind == mapped && fs.Changed(a.target) {
+			continue
+		}
+		if err := as.apply(fs, a, v, "environment variable "+a.env, use); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply acts on one dcgm-exporter flag given value v, named where in errors.
+func (as aliasSet) apply(fs *pflag.FlagSet, a alias, v, where string, use *compatUse) error {
+	use.given = append(use.given, strings.TrimPrefix(where, "environment variable "))
+	switch a.kind {
+	case already:
+		use.already = append(use.already, "--"+a.name+": "+a.note)
+		return nil
+	case unsupported:
+		if sameAsDefault(a, v) {
+			return nil
+		}
+		return fmt.Errorf("%s=%q (dcgm-exporter) is not supported: %s", where, v, a.note)
+	}
+	out, ok := v, true
+	if a.convert != nil {
+		var err error
+		if out, ok, err = a.convert(v); err != nil {
+			return fmt.Errorf("%s=%q (dcgm-exporter): %w", where, v, err)
+		}
+	}
+	if !ok {
+		return nil
+	}
+	if err := fs.Set(a.target, out); err != nil {
+		return fmt.Errorf("%s=%q (dcgm-exporter, for --%s): %w", where, v, a.target, err)
+	}
+	return nil
+}
+
+// sameAsDefault reports whether v asks for dcgm-exporter's default.
+func sameAsDefault(a alias, v string) bool {
+	if a.boolean {
+		b, err := strconv.ParseBool(v)
+		d, _ := strconv.ParseBool(a.def)
+		return err == nil && b == d
+	}
+	return strings.EqualFold(strings.TrimSpace(v), a.def)
+}
+
+func milliseconds(v string) (string, bool, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return "", false, fmt.Errorf("want a positive number of milliseconds")
+	}
+	return strconv.Itoa(n) + "ms", true, nil
+}
+
+func boolValue(v string) (string, bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return "", false, fmt.Errorf("want true or false")
+	}
+	return strconv.FormatBool(b), true, nil
+}
+
+// ifTrue sets the target to out when the boolean is true, and leaves it
+// alone when false.
+func ifTrue(out string) func(string) (string, bool, error) {
+	return func(v string) (string, bool, error) {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", false, fmt.Errorf("want true or false")
+		}
+		return out, b, nil
+	}
+}
+
+func gpuIDType(v string) (string, bool, error) {
+	switch v {
+	case "uid", "device-name":
+		return v, true, nil
+	}
+	return "", false, fmt.Errorf("want uid or device-name")
+}
+
+func logFormat(v string) (string, bool, error) {
+	switch v {
+	case "text":
+		return "logfmt", true, nil
+	case "json":
+		return "json", true, nil
+	}
+	return "", false, fmt.Errorf("want text or json")
+}
+
+// deviceSelection reads dcgm-exporter's -d syntax: f (every GPU, or its MIG
+// instances), g (every GPU), g:<ids> with ids like 0,2-4, i or i:<ids> (MIG
+// instances). gpu-exporter always exports a GPU and its MIG instances
+// together, so it selects GPUs only.
+func deviceSelection(v string) (string, bool, error) {
+	kind, ids, hasIDs := strings.Cut(strings.TrimSpace(v), ":")
+	switch kind {
+	case "f":
+		if hasIDs {
+			return "", false, fmt.Errorf("no range can follow f")
+		}
+		return "", false, nil
+	case "g":
+		if !hasIDs {
+			return "", false, nil
+		}
+		if _, err := parseGPUList(ids); err != nil || ids == "" {
+			return "", false, fmt.Errorf("want g:<ids> with ids like 0,2-4")
+		}
+		return ids, true, nil
+	case "i":
+		return "", false, fmt.Errorf("selecting MIG instances is not supported: gpu-exporter exports every instance of the selected GPUs; use f, g or g:<ids>")
+	}
+	return "", false, fmt.Errorf("want f, g, g:<ids> (ids like 0,2-4) or i")
+}
+
+// dcgmExporterLongForms rewrites dcgm-exporter's single-dash long flags
+// (-collectors, -rbmn), which its flag library accepts, into the
+// double-dash form pflag reads; one-letter flags are left as they are.
+func dcgmExporterLongForms(args []string) []string {
+	long := map[string]bool{}
+	for _, a := range dcgmExporterAliases() {
+		long[a.name] = true
+		if a.long2 != "" {
+			long[a.long2] = true
+		}
+	}
+	out := make([]string, 0, len(args))
+	for i, arg := range args {
+		if arg == "--" {
+			return append(out, args[i:]...)
+		}
+		if strings.HasPrefix(arg, "-") && !strings.HasPrefix(arg, "--") {
+			name, _, _ := strings.Cut(arg[1:], "=")
+			if len(name) > 1 && long[name] {
+				arg = "-" + arg
+			}
+		}
+		out = append(out, arg)
+	}
+	return out
+}
+
+// logCompat notes at start-up what dcgm-exporter's flags did, and naming
+// flags that have no effect.
+func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
+	use := o.dcgmExporter
+	for _, n := range use.already {
+		logger.Info("dcgm-exporter flag needs no counterpart in gpu-exporter", "note", n)
+	}
+	if len(use.given) > 0 && !fs.Changed("naming") {
+		logger.Info("dcgm-exporter flags or environment variables in use, but series keep gpu-exporter's names and units; add --naming=dcgm for dcgm-exporter's DCGM_FI_* names, units and labels", "given", strings.Join(use.given, ","))
+	}
+	if o.namingMode == exposition.NamingDCGM {
+		return
+	}
+	var idle []string
+	for _, name := range []string{"naming.hostname-label", "naming.old-namespace", "naming.replace-blanks-in-model-name", "naming.xid-count-window", "naming.clock-events-count-window"} {
+		if fs.Changed(name) {
+			idle = append(idle, "--"+name)
+		}
+	}
+	if len(idle) > 0 {
+		logger.Warn("naming flags have no effect with --naming=prometheus", "flags", strings.Join(idle, ","))
+	}
+}

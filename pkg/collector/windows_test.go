@@ -1,0 +1,242 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+var windowT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// windowSample is a sample of two GPUs and a MIG instance with the clock
+// event bitmask column set to masks[gpu], at t0+at.
+func windowSample(t *testing.T, at time.Duration, masks [2]int64, xids ...source.XIDEvent) *source.Sample {
+	t.Helper()
+	inv := newFakeSource(2).inv
+	inv.Entities = append(inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 0, UUID: inv.Entities[0].UUID, GPUInstance: 1})
+	f, _ := fields.MustNew().ByID(fields.ClockEventReasonsID)
+	s := source.NewSample(windowT0.Add(at), inv, []fields.Field{f})
+	s.Set(0, 0, source.IntValue(masks[0]))
+	s.Set(1, 0, source.IntValue(masks[1]))
+	s.XIDs = xids
+	return s
+}
+
+func counts(wf exposition.WindowFamily) map[int]map[string]uint64 {
+	out := map[int]map[string]uint64{}
+	for _, c := range wf.Counts {
+		if out[c.Entity] == nil {
+			out[c.Entity] = map[string]uint64{}
+		}
+		out[c.Entity][c.Event] = c.Count
+	}
+	return out
+}
+
+func TestXIDWindowCountsAndSlides(t *testing.T) {
+	t.Parallel()
+	w := newWindows()
+	k := Counters{XIDErrorsCount: &WindowCounter{Name: fields.XIDErrorsCountName, Type: fields.Counter, Window: time.Minute}}
+	steps := []struct {
+		at   time.Duration
+		xids []source.XIDEvent
+		want map[int]map[string]uint64
+	}{
+		{0, nil, map[int]map[string]uint64{0: {"": 0}, 1: {"": 0}}},
+		{10 * time.Second, []source.XIDEvent{
+			{Entity: 1, XID: 79, Time: windowT0.Add(5 * time.Second)},
+			{Entity: 1, XID: 79, Time: windowT0.Add(9 * time.Second)},
+			{Entity: 1, XID: 13}, // no time: the sample's
+			{Entity: 2, XID: 31}, // a MIG instance row: counted under its UUID, the parent GPU's
+		}, map[int]map[string]uint64{0: {"31": 1}, 1: {"13": 1, "79": 2}}},
+		{66 * time.Second, nil, map[int]map[string]uint64{0: {"31": 1}, 1: {"13": 1, "79": 1}}}, // the first 79 left the window
+		{71 * time.Second, nil, map[int]map[string]uint64{0: {"": 0}, 1: {"": 0}}},
+	}
+	for _, st := range steps {
+		fams := w.update(windowSample(t, st.at, [2]int64{}, st.xids...), k)
+		if len(fams) != 1 || fams[0].Label != exposition.WindowXID || fams[0].Window != time.Minute {
+			t.Fatalf("at %s: families = %+v", st.at, fams)
+		}
+		if got := counts(fams[0]); !equalCounts(got, st.want) {
+			t.Errorf("at %s: counts = %v, want %v", st.at, got, st.want)
+		}
+	}
+	// Turning the counter off forgets its events.
+	w.update(windowSample(t, 72*time.Second, [2]int64{}, source.XIDEvent{Entity: 0, XID: 1}), Counters{})
+	if len(w.xid) != 0 {
+		t.Error("events kept while the counter is off")
+	}
+}
+
+func TestClockEventsWindow(t *testing.T) {
+	t.Parallel()
+	w := newWindows()
+	k := Counters{ClockEventsCount: &WindowCounter{Name: fields.ClockEventsCountName, Type: fields.Counter, Window: 25 * time.Second}}
+	steps := []struct {
+		at    time.Duration
+		masks [2]int64
+		want  map[int]map[string]uint64
+	}{
+		{0, [2]int64{0x4, 0}, map[int]map[string]uint64{0: {"power_cap": 1}}},
+		{10 * time.Second, [2]int64{0x4 | 0x20, 0}, map[int]map[string]uint64{0: {"power_cap": 2, "sw_thermal": 1}}},
+		{20 * time.Second, [2]int64{0, 0x1}, map[int]map[string]uint64{0: {"power_cap": 2, "sw_thermal": 1}, 1: {"gpu_idle": 1}}},
+		{30 * time.Second, [2]int64{0, 0}, map[int]map[string]uint64{0: {"power_cap": 1, "sw_thermal": 1}, 1: {"gpu_idle": 1}}},
+		{50 * time.Second, [2]int64{0, 0}, map[int]map[string]uint64{}},
+	}
+	for _, st := range steps {
+		fams := w.update(windowSample(t, st.at, st.masks), k)
+		if len(fams) != 1 || fams[0].Label != exposition.WindowClockEvent {
+			t.Fatalf("at %s: families = %+v", st.at, fams)
+		}
+		// A GPU whose samples in the window had no reason active has no
+		// series at all, as in dcgm-exporter.
+		if got := counts(fams[0]); !equalCounts(got, st.want) {
+			t.Errorf("at %s: counts = %v, want %v", st.at, got, st.want)
+		}
+	}
+	// Without any sample (the bitmask blank) a GPU has a zero series.
+	s := windowSample(t, time.Hour, [2]int64{})
+	s.Set(0, 0, source.Value{})
+	s.Set(1, 0, source.Value{})
+	if got := counts(w.update(s, k)[0]); !equalCounts(got, map[int]map[string]uint64{0: {"": 0}, 1: {"": 0}}) {
+		t.Errorf("GPUs without samples: counts = %v, want zero series", got)
+	}
+}
+
+func equalCounts(a, b map[int]map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for e, m := range a {
+		if len(m) != len(b[e]) {
+			return false
+		}
+		for k, v := range m {
+			if n, ok := b[e][k]; !ok || n != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// In dcgm naming the collector watches the label fields and, for the clock
+// events window, the bitmask even when the counters do not list it; neither
+// is exported as a series.
+func TestDCGMNamingWatchSet(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	cat := fields.MustNew()
+	driver, _ := cat.LookupLabel("DCGM_FI_DRIVER_VERSION")
+	serial, _ := cat.LookupLabel("DCGM_FI_DEV_SERIAL")
+	serial.Kind = fields.Number // the collector marks label fields itself
+	c, err := New(Config{
+		Interval: time.Hour, Fields: testFields(t), Labels: []fields.Field{driver, serial},
+		XIDErrorsCount:   &WindowCounter{Name: fields.XIDErrorsCountName, Help: "x", Type: fields.Counter, Window: time.Minute},
+		ClockEventsCount: &WindowCounter{Name: fields.ClockEventsCountName, Help: "c", Type: fields.Counter, Window: time.Minute},
+		Naming:           exposition.NamingDCGM, DCGM: exposition.DCGMOptions{Hostname: "h"},
+	}, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.update(func(f *fakeSource) { f.xids = []source.XIDEvent{{Entity: 1, XID: 79}} })
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint16
+	for _, f := range src.set {
+		ids = append(ids, f.ID)
+		if (f.ID == 1 || f.ID == 53) != (f.Kind == fields.Label) {
+			t.Errorf("field %d watched with kind %d", f.ID, f.Kind)
+		}
+	}
+	if want := []uint16{203, 150, 1, 53, fields.ClockEventReasonsID}; !slicesEqual(ids, want) {
+		t.Errorf("watched %v, want %v", ids, want)
+	}
+	text := string(c.Page().Text)
+	for _, want := range []string{
+		`DCGM_FI_DEV_GPU_UTIL{gpu="0",`, `DCGM_FI_DRIVER_VERSION="2"`, `DCGM_FI_DEV_SERIAL="3"`,
+		`DCGM_EXP_XID_ERRORS_COUNT{gpu="1",`, `window_size_in_ms="60000",xid="79"} 1`,
+		`DCGM_EXP_CLOCK_EVENTS_COUNT{gpu="0",`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %s:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{") || strings.Contains(text, "gpu_xid_errors_total") {
+		t.Errorf("the window dependency or Prometheus naming's XID counter was exported:\n%s", text)
+	}
+
+	// SetCounters drops the dependency once the bitmask is listed itself.
+	f, _ := cat.ByID(fields.ClockEventReasonsID)
+	if err := c.SetCounters(Counters{Fields: []fields.Field{f}, ClockEventsCount: &WindowCounter{Name: "C", Window: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.set) != 1 || !bytes.Contains(c.Page().Text, []byte("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{")) {
+		t.Errorf("watched %d fields; bitmask exported: %v", len(src.set), bytes.Contains(c.Page().Text, []byte("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{")))
+	}
+	for _, bad := range []Counters{{}, {Fields: testFields(t), XIDErrorsCount: &WindowCounter{Name: "X"}}} {
+		if err := c.SetCounters(bad); err == nil {
+			t.Errorf("SetCounters(%+v) accepted", bad)
+		}
+	}
+}
+
+func slicesEqual(a, b []uint16) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGPUFilter(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(3)
+	src.inv.Entities = append(src.inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 2, UUID: src.inv.Entities[2].UUID, GPUInstance: 1, MIGProfile: "7g.80gb"})
+	reg := prometheus.NewRegistry()
+	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), GPUs: []int{0, 2}}, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.update(func(f *fakeSource) {
+		f.xids = []source.XIDEvent{{Entity: 1, XID: 13}, {Entity: 2, XID: 79}}
+	})
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	text := string(c.Page().Text)
+	for _, want := range []string{
+		`gpu_utilization_ratio{gpu="0",`, `gpu_utilization_ratio{gpu="2",`, `gpu_info{gpu="2",`,
+		`gpu_mig_instance_info{gpu="2",`, `xid="79"} 1`,
+		// the source's values follow their entity: GPU 2 is row 2 at the source
+		`gpu_temperature_celsius{gpu="2",uuid="` + src.inv.Entities[2].UUID + `",device="nvidia2",model="NVIDIA H100 80GB HBM3"} 21`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %s:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, `gpu="1"`) || strings.Contains(text, `xid="13"`) {
+		t.Errorf("GPU 1 exported although not selected:\n%s", text)
+	}
+	if _, err := New(Config{Interval: time.Hour, Fields: testFields(t), GPUs: []int{-1}}, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry()); err == nil {
+		t.Error("negative GPU index accepted")
+	}
+}

@@ -1,0 +1,182 @@
+package exposition
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// WriteMetricsDoc writes docs/metrics.md: every catalog field under both
+// namings, the label fields, the families the renderer adds and the labels
+// of each naming. The file is generated; a test keeps it current.
+func WriteMetricsDoc(w io.Writer, cat *fields.Catalog) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format+"\n", args...) }
+	p("# Metrics")
+	p("")
+	p("<!-- Generated from pkg/fields and pkg/exposition by `make docs`")
+	p("     (go test ./cmd/gpu-exporter -run TestMetricsDoc -update). Do not edit. -->")
+	p("")
+	p("gpu-exporter names its series one of two ways, chosen with `--naming`:")
+	p("")
+	p("- `prometheus` (the default): `gpu_*` names in base units (bytes, seconds, hertz, joules, watts,")
+	p("  ratios 0-1), `_total` on counters, info metrics for static facts, one 0/1 series per clock event reason.")
+	p("- `dcgm`: the names, units, types and labels dcgm-exporter exports (`DCGM_FI_*` in DCGM's units),")
+	p("  so that dashboards and alerts written for it keep working. See")
+	p("  [migrating from dcgm-exporter](migrating-from-dcgm-exporter.md).")
+	p("")
+	p("The counters file (`--collect.counters`, dcgm-exporter's CSV format) chooses the fields;")
+	p("without one the default set below is collected (with `--naming=dcgm`, plus the fields")
+	p("dcgm-exporter's default counters file collects and its `DCGM_FI_DRIVER_VERSION` label).")
+	p("Blank or unsupported values are never exported: the series is absent.")
+	p("")
+	p("## Labels")
+	p("")
+	p("| Meaning | `--naming=prometheus` | `--naming=dcgm` |")
+	p("|---|---|---|")
+	p("| GPU index | `gpu` | `gpu` |")
+	p("| GPU UUID (the parent GPU's for a MIG instance) | `uuid` | `UUID` (`uuid` with `--naming.old-namespace`) |")
+	p("| Device node | `device` (`nvidia<minor>`) | `device` (`nvidia<index>`, as dcgm-exporter writes it) |")
+	p("| Product name | `model` | `modelName` (blanks as dashes with `--naming.replace-blanks-in-model-name`) |")
+	p("| PCI bus id | on `%s` (`pci_bus_id`) | `pci_bus_id` |", infoName)
+	p("| Driver version | on `%s` (`driver_version`) | `DCGM_FI_DRIVER_VERSION`, a counters-file label row |", infoName)
+	p("| MIG GPU instance id | `gpu_instance` | `GPU_I_ID` |")
+	p("| MIG profile | `mig_profile` | `GPU_I_PROFILE` |")
+	p("| Host | none: Prometheus target labels name the node | `%s` or `%s` (`--naming.hostname-label`), from `$NODE_NAME` or the host name |", HostnameLabel, HostnameLabelLower)
+	p("| Holding pod | `namespace`, `pod`, `container` | `namespace`, `pod`, `container` (`pod_namespace`, `pod_name`, `container_name` with `--naming.old-namespace`) |")
+	p("| NVLink, NVSwitch | `link`, `nvswitch` | `nvlink`, `nvswitch` |")
+	p("| Counters-file `label` rows | not exported | one label per row, named as the row |")
+	p("")
+	p("A GPU or MIG instance that no container holds has no pod labels. A device several")
+	p("containers share has one series per container.")
+	p("")
+	p("## Fields")
+	p("")
+	p("*Default*: `yes` in the default set of both namings, `dcgm` only in `--naming=dcgm`'s")
+	p("built-in set (dcgm-exporter's default counters file collects it), `no` only when a counters file lists it.")
+	p("*Levels*: the entities that carry the field: `gpu`, MIG GPU instance (`gi`), `nvlink`, `nvswitch`.")
+	p("*Also read as*: other names a counters file may use for the field (DCGM 4 names, dcgm-exporter 1.x names).")
+	p("")
+	p("| Prometheus name | Type | Unit | dcgm-exporter name | Type | DCGM unit | Levels | Default | Also read as | Help |")
+	p("|---|---|---|---|---|---|---|---|---|---|")
+	for _, f := range cat.All() {
+		p("| `%s` | %s | %s | `%s` | %s | %s | %s | %s | %s | %s |",
+			f.Name, f.Type, orDash(f.Unit), f.DCGMName, f.DCGMType, orDash(f.DCGMUnit()), levels(f.Levels),
+			defaultMark(f), codeList(slices.Concat(f.Aliases, nonEmpty(f.LegacyName))), cell(f.Help))
+	}
+	p("")
+	p("With `--naming=dcgm` the HELP text is the counters file's help column; for the built-in set it is:")
+	p("")
+	p("| dcgm-exporter name | HELP |")
+	p("|---|---|")
+	for _, f := range cat.All() {
+		p("| `%s` | %s |", f.DCGMName, cell(f.DCGMHelp))
+	}
+	p("")
+	p("### Clock event reasons")
+	p("")
+	p("`DCGM_FI_DEV_CLOCK_THROTTLE_REASONS` is a bitmask. Prometheus naming exports one")
+	p("`gpu_clock_event_active{reason}` series per bit (PromQL has no bit operators);")
+	p("dcgm naming exports the raw integer, as dcgm-exporter does, and counts the bits in")
+	p("`%s` under the `clock_event` names.", fields.ClockEventsCountName)
+	p("")
+	p("| Bit | `reason` | `clock_event` |")
+	p("|---|---|---|")
+	if f, ok := cat.ByID(fields.ClockEventReasonsID); ok {
+		for _, r := range f.Reasons {
+			p("| `0x%x` | `%s` | `%s` |", r.Bit, r.Name, r.DCGMName)
+		}
+	}
+	p("")
+	p("## Label fields")
+	p("")
+	p("DCGM string fields a counters file lists as `label` rows (`DCGM_FI_DRIVER_VERSION, label, …`).")
+	p("With `--naming=dcgm` each becomes a label on every series of its entity; Prometheus naming")
+	p("ignores them (`%s` carries the driver version). Any field above may also be a label row.", infoName)
+	p("")
+	p("| Name | Also read as | Default | Meaning |")
+	p("|---|---|---|---|")
+	for _, f := range cat.Labels() {
+		def := "no"
+		if f.DCGMDefault {
+			def = "dcgm"
+		}
+		p("| `%s` | %s | %s | %s |", f.DCGMName, codeList(f.Aliases), def, cell(f.Help))
+	}
+	p("")
+	p("## Families gpu-exporter adds")
+	p("")
+	p("Prometheus naming:")
+	p("")
+	p("| Name | Type | Labels | Help |")
+	p("|---|---|---|---|")
+	p("| `%s` | gauge | `gpu`, `uuid`, `device`, `model`, `pci_bus_id`, `driver_version` | %s |", infoName, cell(infoHelp))
+	p("| `%s` | gauge | `gpu`, `uuid`, `gpu_instance`, `mig_profile`, `mig_uuid` | %s |", migInfoName, cell(migInfoHelp))
+	p("| `%s` | gauge | entity labels, `namespace`, `pod`, `container`, `shared` | %s |", allocationName, cell(allocationHelp))
+	p("| `%s` | counter | GPU labels, `xid` | %s |", xidName, cell(xidHelp))
+	p("")
+	p("Dcgm naming, when the counters file lists them (as dcgm-exporter's does, commented out):")
+	p("")
+	p("| Name | Labels | Meaning |")
+	p("|---|---|---|")
+	p("| `%s` | GPU labels, `%s`, `%s` | Per GPU and XID code, the XID errors during the last `--naming.xid-count-window` (dcgm-exporter's `-x`, default 5m). A GPU without any has one zero series without `%s`. |",
+		fields.XIDErrorsCountName, windowSizeLabel, WindowXID, WindowXID)
+	p("| `%s` | GPU labels, `%s`, `%s` | Per GPU and reason, the collections during the last `--naming.clock-events-count-window` (default 5m) that saw the reason active. A GPU without any sample has one zero series without `%s`; one whose samples show no reason has none. |",
+		fields.ClockEventsCountName, WindowClockEvent, windowSizeLabel, WindowClockEvent)
+	p("")
+	p("In dcgm naming `DCGM_FI_DEV_XID_ERRORS` also carries `err_code` (the code) and `err_msg`")
+	p("(the name NVIDIA's XID catalog gives it, `Unknown Error` past it).")
+	p("")
+	p("The exporter's own `gpu_exporter_*` metrics are the same in both namings.")
+	return bw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func codeList(names []string) string {
+	if len(names) == 0 {
+		return "-"
+	}
+	return "`" + strings.Join(names, "`, `") + "`"
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func levels(l fields.Level) string {
+	var out []string
+	for _, x := range []struct {
+		l    fields.Level
+		name string
+	}{{fields.LevelGPU, "gpu"}, {fields.LevelGPUInstance, "gi"}, {fields.LevelNVLink, "nvlink"}, {fields.LevelNVSwitch, "nvswitch"}} {
+		if l.Has(x.l) {
+			out = append(out, x.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func defaultMark(f fields.Field) string {
+	switch {
+	case f.Default:
+		return "yes"
+	case f.DCGMDefault:
+		return "dcgm"
+	}
+	return "no"
+}

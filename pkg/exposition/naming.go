@@ -1,0 +1,104 @@
+package exposition
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// Naming selects how GPU series are named, in which units and with which
+// labels. It is chosen when the renderer is built; rendering does not branch
+// on it per series.
+type Naming uint8
+
+// Namings.
+const (
+	// NamingPrometheus follows Prometheus conventions: gpu_* names, base
+	// units, _total counters, info metrics, one 0/1 series per clock event
+	// reason, labels gpu, uuid, device, model.
+	NamingPrometheus Naming = iota
+	// NamingDCGM reproduces dcgm-exporter: DCGM_FI_* names with the counters
+	// file's types and help, DCGM's native units, the raw clock event
+	// bitmask, labels gpu, UUID, pci_bus_id, device, modelName, Hostname,
+	// GPU_I_PROFILE, GPU_I_ID, counters-file label fields, and its window
+	// counters.
+	NamingDCGM
+)
+
+// ParseNaming reads a naming name: "prometheus" or "dcgm".
+func ParseNaming(s string) (Naming, error) {
+	switch s {
+	case "prometheus":
+		return NamingPrometheus, nil
+	case "dcgm":
+		return NamingDCGM, nil
+	}
+	return 0, fmt.Errorf("unknown naming %q (want prometheus or dcgm)", s)
+}
+
+// String returns the name ParseNaming reads.
+func (n Naming) String() string {
+	if n == NamingDCGM {
+		return "dcgm"
+	}
+	return "prometheus"
+}
+
+// Hostname label spellings of dcgm naming.
+const (
+	// HostnameLabel is the spelling of dcgm-exporter releases up to 4.x.
+	HostnameLabel = "Hostname"
+	// HostnameLabelLower is the spelling of later dcgm-exporter releases.
+	HostnameLabelLower = "hostname"
+)
+
+// DCGMOptions tune NamingDCGM.
+type DCGMOptions struct {
+	// HostnameLabel names the hostname label: HostnameLabel (the default
+	// when empty) or HostnameLabelLower.
+	HostnameLabel string
+	// Hostname is the hostname label's value; empty leaves the label out,
+	// as dcgm-exporter's --no-hostname does.
+	Hostname string
+	// OldNamespace uses dcgm-exporter's 1.x label names: uuid instead of
+	// UUID, pod_name, pod_namespace and container_name instead of pod,
+	// namespace and container.
+	OldNamespace bool
+	// ReplaceBlanksInModelName writes modelName with dashes for blanks, as
+	// dcgm-exporter's --replace-blanks-in-model-name does.
+	ReplaceBlanksInModelName bool
+}
+
+// Window counter event labels.
+const (
+	// WindowXID labels DCGM_EXP_XID_ERRORS_COUNT series with the XID code.
+	WindowXID = "xid"
+	// WindowClockEvent labels DCGM_EXP_CLOCK_EVENTS_COUNT series with the
+	// clock event reason.
+	WindowClockEvent = "clock_event"
+)
+
+// WindowFamily is one of dcgm-exporter's window counters: for each GPU, how
+// many events of each kind it had during the last Window. Only NamingDCGM
+// renders them.
+type WindowFamily struct {
+	Name, Help string
+	Type       fields.Type
+	// Label names the event label: WindowXID or WindowClockEvent.
+	Label string
+	// Window is the length of the window, exported in the
+	// window_size_in_ms label.
+	Window time.Duration
+	// Counts, sorted by entity then event. A GPU with no event in the window
+	// has one count with an empty Event and a zero Count: its series has no
+	// event label, as in dcgm-exporter.
+	Counts []WindowCount
+}
+
+// WindowCount is the number of events of one kind one entity had.
+type WindowCount struct {
+	Entity int
+	Event  string
+	Count  uint64
+}

@@ -1,0 +1,102 @@
+package exposition
+
+import (
+	"strconv"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// colMode says how one sample column becomes series; it is decided once per
+// field set, so that rendering a value never looks at names.
+type colMode uint8
+
+const (
+	// modeScaled: the value times the field's scale (Prometheus naming).
+	modeScaled colMode = iota
+	// modeReasons: one 0/1 series per bitmask reason (Prometheus naming).
+	modeReasons
+	// modeRaw: the value as DCGM reported it (dcgm naming).
+	modeRaw
+	// modeRawXID: the raw value with err_code and err_msg labels (dcgm
+	// naming, DCGM_FI_DEV_XID_ERRORS).
+	modeRawXID
+)
+
+// column is the rendering plan of one exported sample column.
+type column struct {
+	col  int
+	fam  family
+	mode colMode
+	// reasons are the ,reason="…" label pairs of a modeReasons column.
+	reasons [][]byte
+}
+
+// refreshPlan rebuilds the column plan when the sample's field set differs
+// from the one the plan was made for.
+func (r *Renderer) refreshPlan(in Input) {
+	set := in.Sample.Fields
+	if in.Extra == r.planExtra && sameFields(set, r.planFields) {
+		return
+	}
+	r.planFields = append(r.planFields[:0], set...)
+	r.planExtra = in.Extra
+	r.plan = r.plan[:0]
+	for col := 0; col < len(set)-in.Extra; col++ {
+		f := &set[col]
+		if f.Kind == fields.Label {
+			continue
+		}
+		c := column{col: col}
+		switch {
+		case r.opts.Naming == NamingDCGM:
+			c.fam = family{name: f.DCGMName, help: f.DCGMHelp, typ: f.DCGMType}
+			c.mode = modeRaw
+			if f.ID == fields.XIDErrorsID {
+				c.mode = modeRawXID
+			}
+		case f.Kind == fields.Bitmask:
+			c.fam = family{name: f.Name, help: f.Help, typ: f.Type}
+			c.mode = modeReasons
+			for _, reason := range f.Reasons {
+				c.reasons = append(c.reasons, appendLabel(nil, false, "reason", reason.Name))
+			}
+		default:
+			c.fam = family{name: f.Name, help: f.Help, typ: f.Type}
+			c.mode = modeScaled
+		}
+		r.plan = append(r.plan, c)
+	}
+}
+
+// sameFields reports whether two field sets render the same columns.
+func sameFields(a, b []fields.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.ID != y.ID || x.Kind != y.Kind || x.Type != y.Type || x.DCGMType != y.DCGMType ||
+			x.Name != y.Name || x.Help != y.Help || x.DCGMName != y.DCGMName || x.DCGMHelp != y.DCGMHelp {
+			return false
+		}
+	}
+	return true
+}
+
+// maxXIDAttrs bounds the cache of XID labels; codes past it are built on
+// each use.
+const maxXIDAttrs = 1024
+
+// xidAttribute returns the ,err_code="N",err_msg="…" label pairs dcgm
+// naming puts on a DCGM_FI_DEV_XID_ERRORS value, built once per code.
+func (r *Renderer) xidAttribute(code int64) []byte {
+	if b, ok := r.xidAttr[code]; ok {
+		return b
+	}
+	b := appendLabel(nil, false, "err_code", strconv.FormatInt(code, 10))
+	b = appendLabel(b, false, "err_msg", fields.XIDMessage(code))
+	if len(r.xidAttr) < maxXIDAttrs {
+		r.xidAttr[code] = b
+	}
+	return b
+}

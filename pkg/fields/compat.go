@@ -1,0 +1,85 @@
+package fields
+
+import "strings"
+
+// Field ids the renderer treats specially in dcgm naming.
+const (
+	// ClockEventReasonsID is DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, the bitmask
+	// dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT counts.
+	ClockEventReasonsID uint16 = 112
+	// XIDErrorsID is DCGM_FI_DEV_XID_ERRORS, which dcgm-exporter labels with
+	// err_code and err_msg.
+	XIDErrorsID uint16 = 230
+	// DriverVersionID is DCGM_FI_DRIVER_VERSION, a label field; when a
+	// source does not read it the inventory's driver version stands in.
+	DriverVersionID uint16 = 1
+)
+
+// Names of dcgm-exporter's own counters (DCGM_EXP_*), which counters files
+// list next to DCGM fields.
+const (
+	// XIDErrorsCountName counts XID errors per GPU and code over a window.
+	XIDErrorsCountName = "DCGM_EXP_XID_ERRORS_COUNT"
+	// ClockEventsCountName counts samples with each clock event reason
+	// active per GPU over a window.
+	ClockEventsCountName = "DCGM_EXP_CLOCK_EVENTS_COUNT"
+)
+
+// labelTable lists DCGM string fields that counters files name as "label"
+// rows. They are facts, not metrics: in dcgm naming their value labels every
+// series of the entity; they are not part of All. They are read per GPU; a
+// MIG instance takes its GPU's values.
+func labelTable() []Field {
+	return []Field{
+		{ID: DriverVersionID, DCGMName: "DCGM_FI_DRIVER_VERSION", Aliases: []string{"DCGM_FI_SYSTEM_DRIVER_VERSION"},
+			Help: "NVIDIA driver version.", DCGMDefault: true, Levels: gpuOnly, Kind: Label},
+		{ID: 2, DCGMName: "DCGM_FI_NVML_VERSION", Aliases: []string{"DCGM_FI_SYSTEM_NVML_VERSION"},
+			Help: "NVML library version.", Levels: gpuOnly, Kind: Label},
+		{ID: 51, DCGMName: "DCGM_FI_DEV_BRAND", Aliases: []string{"DCGM_FI_DEV_GPU_BRAND"},
+			Help: "Product brand of the GPU.", Levels: gpuOnly, Kind: Label},
+		{ID: 53, DCGMName: "DCGM_FI_DEV_SERIAL", Aliases: []string{"DCGM_FI_DEV_BOARD_SERIAL"},
+			Help: "Board serial number.", Levels: gpuOnly, Kind: Label},
+		{ID: 56, DCGMName: "DCGM_FI_DEV_OEM_INFOROM_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_OEM_VERSION"},
+			Help: "InfoROM OEM object version.", Levels: gpuOnly, Kind: Label},
+		{ID: 80, DCGMName: "DCGM_FI_DEV_ECC_INFOROM_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_ECC_VERSION"},
+			Help: "InfoROM ECC object version.", Levels: gpuOnly, Kind: Label},
+		{ID: 81, DCGMName: "DCGM_FI_DEV_POWER_INFOROM_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_POWER_VERSION"},
+			Help: "InfoROM power management object version.", Levels: gpuOnly, Kind: Label},
+		{ID: 82, DCGMName: "DCGM_FI_DEV_INFOROM_IMAGE_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_IMAGE_VERSION"},
+			Help: "InfoROM image version.", Levels: gpuOnly, Kind: Label},
+		{ID: 85, DCGMName: "DCGM_FI_DEV_VBIOS_VERSION",
+			Help: "VBIOS version.", Levels: gpuOnly, Kind: Label},
+	}
+}
+
+// notExported returns why name, which dcgm-exporter's shipped counters
+// files use, names nothing gpu-exporter exports; "" for any other name.
+// Those rows are skipped with a warning so that the files still load.
+func notExported(name string) string {
+	switch name {
+	case "DCGM_FI_DEV_VGPU_LICENSE_STATUS":
+		return "vGPU licensing is not collected"
+	case "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "DCGM_FI_DEV_LOW_UTIL_VIOLATION", "DCGM_FI_DEV_RELIABILITY_VIOLATION", "DCGM_BOARD_LIMIT_VIOLATION", "DCGM_LOW_UTIL_VIOLATION", "DCGM_RELIABILITY_VIOLATION", "DCGM_SYNC_BOOST_VIOLATION":
+		return "not in the field catalog"
+	case "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL", "DCGM_NVLINK_DATA_CRC_ERROR_COUNT_TOTAL", "DCGM_NVLINK_FLIT_CRC_ERROR_COUNT_TOTAL", "DCGM_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_NVLINK_REPLAY_ERROR_COUNT_TOTAL":
+		return "NVLink error counters are not collected"
+	case "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", "DCGM_FI_DEV_NVLINK_THROUGHPUT_L0":
+		return "per-lane NVLink counters are not collected"
+	case "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_PCIE_TX_THROUGHPUT":
+		return "use DCGM_FI_PROF_PCIE_TX_BYTES"
+	case "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_PCIE_RX_THROUGHPUT":
+		return "use DCGM_FI_PROF_PCIE_RX_BYTES"
+	case "DCGM_EXP_GPU_HEALTH_STATUS":
+		return "DCGM health checks are not exported as a metric"
+	case "DCGM_EXP_P2P_STATUS":
+		return "P2P link status is not collected"
+	}
+	return ""
+}
+
+// NotExported reports whether name (any case) is one that dcgm-exporter's
+// counters files use for something gpu-exporter does not export, and why.
+func NotExported(name string) (reason string, ok bool) {
+	reason = notExported(strings.ToUpper(strings.TrimSpace(name)))
+	return reason, reason != ""
+}
