@@ -1,0 +1,93 @@
+package nvml
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Config{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CallTimeout != DefaultCallTimeout || c.BackoffMin != DefaultBackoffMin || c.BackoffMax != DefaultBackoffMax {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestConfigInvalid(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"negative timeout", Config{CallTimeout: -time.Second}, "negative call timeout"},
+		{"backoff inverted", Config{BackoffMin: time.Minute, BackoffMax: time.Second}, "maximum backoff 1s is below the minimum 1m0s"},
+		{"negative index", Config{GPUs: []int{0, -1}}, "negative GPU index -1"},
+		{"index twice", Config{GPUs: []int{2, 2}}, "GPU index 2 selected twice"},
+	}
+	for _, tc := range cases {
+		if _, err := tc.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestConfigCopiesSelection(t *testing.T) {
+	t.Parallel()
+	gpus := []int{1, 2}
+	c, err := Config{GPUs: gpus}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus[0] = 7
+	if c.GPUs[0] != 1 {
+		t.Error("Config shares the caller's GPU slice")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	b := backoff{lo: time.Second, hi: 5 * time.Second}
+	var got []time.Duration
+	for range 5 {
+		got = append(got, b.next())
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("delays = %v, want %v", got, want)
+		}
+	}
+	b.reset()
+	if d := b.next(); d != time.Second {
+		t.Errorf("after reset = %s, want 1s", d)
+	}
+}
+
+func TestMIGProfile(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		devName  string
+		slices   uint32
+		memMiB   uint64
+		expected string
+	}{
+		{"from the name", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", 3, 19968, "3g.20gb"},
+		{"compute instance prefix dropped", "NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb", 3, 19968, "3g.20gb"},
+		{"media extension kept", "NVIDIA H100 80GB HBM3 MIG 1g.10gb+me", 1, 9856, "1g.10gb+me"},
+		{"bare profile", "2g.10gb", 2, 9856, "2g.10gb"},
+		{"from attributes", "NVIDIA A100-SXM4-40GB", 1, 4864, "1g.5gb"},
+		{"attributes round up", "", 7, 81408, "7g.80gb"},
+		{"nothing known", "", 0, 0, ""},
+	}
+	for _, tc := range cases {
+		if got := migProfile(tc.devName, tc.slices, tc.memMiB); got != tc.expected {
+			t.Errorf("%s: migProfile(%q, %d, %d) = %q, want %q", tc.name, tc.devName, tc.slices, tc.memMiB, got, tc.expected)
+		}
+	}
+}

@@ -1,0 +1,388 @@
+//go:build cgo && linux
+
+package nvml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// gpuInfo is one GPU of the inventory: its handle, static facts and MIG
+// instances. It is never changed once a scan built it, so that a job that
+// outlived its caller's deadline can still read it safely.
+type gpuInfo struct {
+	index  int
+	dev    nvml.Device
+	entity source.Entity
+	// row is the GPU's row in the inventory and its samples.
+	row int
+	// migs are the GPU instances, by instance id; devs every MIG device
+	// (compute instance) of the GPU, by GPU instance then compute instance
+	// id, kept so that the next scan need not read their facts again.
+	migs []migInfo
+	devs []migDevice
+}
+
+// migInfo is one MIG GPU instance; dev is the MIG device of its first
+// compute instance, on which instance-level values are read.
+type migInfo struct {
+	entity source.Entity
+	dev    nvml.Device
+	row    int
+}
+
+// migDevice is one MIG device (a compute instance) as NVML lists it.
+type migDevice struct {
+	dev      nvml.Device
+	uuid     string
+	gi, ci   int
+	profile  string
+	memBytes uint64
+}
+
+// lostReport is a GPU whose call returned ERROR_GPU_IS_LOST during a scan;
+// uuid is empty when it was never seen before.
+type lostReport struct {
+	index int
+	uuid  string
+}
+
+// problem is a call that failed during a scan, logged once.
+type problem struct {
+	index int
+	what  string
+	ret   nvml.Return
+}
+
+type scanResult struct {
+	gpus     []*gpuInfo
+	entities []source.Entity
+	lost     []lostReport
+	missing  []int // selected indices NVML does not list
+	problems []problem
+}
+
+// rescan lists the GPUs and MIG devices and installs the result.
+func (s *Source) rescan(ctx context.Context) error {
+	prev := s.gpus
+	// The job gets its own copy: Read may mark a GPU dead while a scan
+	// that timed out still runs.
+	var dead map[string]bool
+	if len(s.dead) > 0 {
+		dead = maps.Clone(s.dead)
+	}
+	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead) })
+	if err != nil {
+		return err
+	}
+	for _, p := range res.problems {
+		if s.first("scan-" + strconv.Itoa(p.index) + "-" + p.what + "-" + strconv.Itoa(int(p.ret))) {
+			s.log.Warn("nvml GPU query failed", "gpu", p.index, "call", p.what, "err", p.ret.Error())
+		}
+	}
+	for _, i := range res.missing {
+		if s.first("missing-gpu-" + strconv.Itoa(i)) {
+			s.log.Warn("selected GPU not present", "gpu", i)
+		}
+	}
+	for _, l := range res.lost {
+		if l.uuid != "" {
+			s.dead[l.uuid] = true
+		} else if s.first("lost-unknown-" + strconv.Itoa(l.index)) {
+			s.log.Warn("gpu lost before it was seen", "gpu", l.index)
+		}
+	}
+	return s.install(ctx, res.gpus, res.entities)
+}
+
+// scan lists the selected GPUs; it runs on the worker. prev is only read;
+// dead is the job's own copy.
+func (s *Source) scan(prev []*gpuInfo, dead map[string]bool) (scanResult, error) {
+	n, ret := s.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return scanResult{}, fmt.Errorf("DeviceGetCount: %w", ret)
+	}
+	var res scanResult
+	var gpus []*gpuInfo
+	for i := range n {
+		if len(s.cfg.GPUs) > 0 && !slices.Contains(s.cfg.GPUs, i) {
+			continue
+		}
+		var before *gpuInfo
+		for _, g := range prev {
+			if g.index == i {
+				before = g
+			}
+		}
+		g, err := s.scanGPU(i, before, dead)
+		var lost lostError
+		switch {
+		case errors.As(err, &lost):
+			uuid := lost.uuid
+			if uuid == "" && before != nil {
+				uuid = before.entity.UUID
+			}
+			res.lost = append(res.lost, lostReport{index: i, uuid: uuid})
+		case err != nil:
+			var p problem
+			if errors.As(err, &p) {
+				res.problems = append(res.problems, p)
+			}
+		case g != nil:
+			gpus = append(gpus, g)
+		}
+	}
+	for _, i := range s.cfg.GPUs {
+		if i >= n {
+			res.missing = append(res.missing, i)
+		}
+	}
+	res.gpus, res.entities = assemble(gpus)
+	return res, nil
+}
+
+// lostError is ERROR_GPU_IS_LOST from a GPU's call; uuid is known when the
+// GPU answered GetUUID first.
+type lostError struct{ uuid string }
+
+func (lostError) Error() string { return "gpu is lost" }
+
+func (p problem) Error() string { return p.what + ": " + p.ret.Error() }
+
+// check turns a failed return into lostError or a problem.
+func check(index int, uuid, what string, ret nvml.Return) error {
+	switch ret {
+	case nvml.SUCCESS:
+		return nil
+	case nvml.ERROR_GPU_IS_LOST:
+		return lostError{uuid: uuid}
+	default:
+		return problem{index: index, what: what, ret: ret}
+	}
+}
+
+// scanGPU reads one GPU's identity and MIG layout; static facts come from
+// before when it is the same GPU. It returns nil, nil for a GPU marked dead.
+func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo, error) {
+	dev, ret := s.lib.DeviceGetHandleByIndex(i)
+	if err := check(i, "", "DeviceGetHandleByIndex", ret); err != nil {
+		return nil, err
+	}
+	uuid, ret := dev.GetUUID()
+	if err := check(i, "", "GetUUID", ret); err != nil {
+		return nil, err
+	}
+	if dead[uuid] {
+		return nil, nil
+	}
+	g := &gpuInfo{index: i, dev: dev}
+	if before != nil && before.entity.UUID == uuid {
+		g.entity = before.entity
+	} else {
+		e, err := gpuEntity(i, uuid, dev)
+		if err != nil {
+			return nil, err
+		}
+		g.entity = e
+	}
+	mode, _, ret := dev.GetMigMode()
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_GPU_IS_LOST:
+		return nil, lostError{uuid: uuid}
+	default:
+		// Not MIG capable (NOT_SUPPORTED) or not telling: no instances.
+		return g, nil
+	}
+	if mode != nvml.DEVICE_MIG_ENABLE {
+		return g, nil
+	}
+	var prevDevs []migDevice
+	if before != nil && before.entity.UUID == uuid {
+		prevDevs = before.devs
+	}
+	devs, err := scanMIG(i, uuid, dev, prevDevs)
+	if err != nil {
+		return nil, err
+	}
+	g.devs = devs
+	g.migs = instances(g.entity, devs)
+	return g, nil
+}
+
+// gpuEntity reads the static facts of a GPU. Facts NVML does not give stay
+// empty; a lost GPU fails.
+func gpuEntity(i int, uuid string, dev nvml.Device) (source.Entity, error) {
+	e := source.Entity{Kind: source.GPU, GPU: i, UUID: uuid}
+	name, ret := dev.GetName()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return e, lostError{uuid: uuid}
+	}
+	e.Model = name
+	pci, ret := dev.GetPciInfo()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return e, lostError{uuid: uuid}
+	}
+	if ret == nvml.SUCCESS {
+		e.PCIBusID = busID(pci)
+	}
+	mem, ret := dev.GetMemoryInfo()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return e, lostError{uuid: uuid}
+	}
+	if ret == nvml.SUCCESS {
+		e.MemoryBytes = mem.Total >> 20 << 20 // whole MiB, as DCGM reports it
+	}
+	// The device node is nvidia<minor>; the index is the usual minor when
+	// the driver does not say.
+	minor, ret := dev.GetMinorNumber()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return e, lostError{uuid: uuid}
+	}
+	if ret != nvml.SUCCESS {
+		minor = i
+	}
+	e.Device = "nvidia" + strconv.Itoa(minor)
+	return e, nil
+}
+
+// busID is the PCI bus id NVML reports ("00000000:3B:00.0").
+func busID(p nvml.PciInfo) string {
+	if id := cString(p.BusId[:]); id != "" {
+		return id
+	}
+	return cString(p.BusIdLegacy[:])
+}
+
+func cString(b []int8) string {
+	buf := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		buf = append(buf, byte(c))
+	}
+	return string(buf)
+}
+
+// assemble copies GPUs into inventory order, GPUs first, then the MIG
+// instances of each GPU, and numbers their rows.
+func assemble(in []*gpuInfo) ([]*gpuInfo, []source.Entity) {
+	out := make([]*gpuInfo, len(in))
+	var entities []source.Entity
+	for i, g := range in {
+		c := *g
+		c.row = i
+		c.migs = slices.Clone(g.migs)
+		out[i] = &c
+		entities = append(entities, g.entity)
+	}
+	for _, g := range out {
+		for j := range g.migs {
+			g.migs[j].row = len(entities)
+			entities = append(entities, g.migs[j].entity)
+		}
+	}
+	return out, entities
+}
+
+// install makes a scanned layout current. The *source.Inventory stays the
+// same pointer when the entities did not change. GPUs that left are
+// recorded as lost and their event sets freed; GPUs that came back are
+// removed from the lost list; new GPUs get event sets once Watch was called.
+func (s *Source) install(ctx context.Context, gpus []*gpuInfo, entities []source.Entity) error {
+	s.gpus = gpus
+	prev := s.inv
+	if prev != nil && prev.DriverVersion == s.driver && slices.Equal(prev.Entities, entities) {
+		return s.registerEvents(ctx)
+	}
+	s.inv = &source.Inventory{DriverVersion: s.driver, Entities: entities}
+	now := s.now()
+	present := map[string]bool{}
+	for _, e := range entities {
+		if e.Kind != source.GPU {
+			continue
+		}
+		present[e.UUID] = true
+		if _, ok := s.lost[e.UUID]; ok {
+			delete(s.lost, e.UUID)
+			s.log.Info("gpu back", "gpu", e.GPU, "uuid", e.UUID)
+		}
+	}
+	if prev != nil {
+		for _, e := range prev.Entities {
+			if e.Kind != source.GPU || present[e.UUID] {
+				continue
+			}
+			if _, ok := s.lost[e.UUID]; !ok {
+				s.lost[e.UUID] = LostGPU{GPU: e.GPU, UUID: e.UUID, Since: now}
+				s.log.Warn("gpu lost", "gpu", e.GPU, "uuid", e.UUID)
+			}
+		}
+		s.log.Info("nvml inventory changed", "gpus", s.inv.GPUs(), "entities", len(entities))
+	}
+	var gone []nvml.EventSet
+	for u, x := range s.xid {
+		if !present[u] {
+			if x.set != nil {
+				gone = append(gone, x.set)
+			}
+			delete(s.xid, u)
+		}
+	}
+	if len(gone) > 0 {
+		// Best effort: a set that cannot be freed now goes with the session.
+		_, _ = call(ctx, s.w, "EventSetFree", func() (struct{}, error) {
+			for _, set := range gone {
+				_ = set.Free()
+			}
+			return struct{}{}, nil
+		})
+	}
+	return s.registerEvents(ctx)
+}
+
+// dropLost removes GPUs that reported ERROR_GPU_IS_LOST during a Read from
+// the inventory and returns the sample rebuilt on the new inventory.
+func (s *Source) dropLost(ctx context.Context, old *source.Sample, lost []*gpuInfo) *source.Sample {
+	var keep []*gpuInfo
+	for _, g := range s.gpus {
+		if slices.Contains(lost, g) {
+			s.dead[g.entity.UUID] = true
+			continue
+		}
+		keep = append(keep, g)
+	}
+	gpus, entities := assemble(keep)
+	if err := s.install(ctx, gpus, entities); err != nil {
+		// Only event registration can fail here; the next Read retries it.
+		s.log.Debug("nvml event registration failed", "err", err)
+	}
+	sample := source.NewSample(old.Time, s.inv, old.Fields)
+	rowOf := make(map[string]int, len(old.Inventory.Entities))
+	for i := range old.Inventory.Entities {
+		rowOf[old.Inventory.Entities[i].Key()] = i
+	}
+	n := len(old.Fields)
+	for i := range s.inv.Entities {
+		if r, ok := rowOf[s.inv.Entities[i].Key()]; ok {
+			copy(sample.Values[i*n:(i+1)*n], old.Values[r*n:(r+1)*n])
+		}
+	}
+	for _, x := range old.XIDs {
+		key := old.Inventory.Entities[x.Entity].Key()
+		if i := slices.IndexFunc(s.inv.Entities, func(e source.Entity) bool { return e.Key() == key }); i >= 0 {
+			x.Entity = i
+			sample.XIDs = append(sample.XIDs, x)
+		}
+	}
+	return sample
+}

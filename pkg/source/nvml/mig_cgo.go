@@ -1,0 +1,126 @@
+//go:build cgo && linux
+
+package nvml
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// scanMIG lists the MIG devices of a GPU in MIG mode. Facts of a device seen
+// before (same MIG UUID) are reused.
+func scanMIG(i int, uuid string, dev nvml.Device, prev []migDevice) ([]migDevice, error) {
+	n, ret := dev.GetMaxMigDeviceCount()
+	if err := check(i, uuid, "GetMaxMigDeviceCount", ret); err != nil {
+		var l lostError
+		if errors.As(err, &l) {
+			return nil, err
+		}
+		return nil, nil // the GPU is still worth reading
+	}
+	var devs []migDevice
+	for j := range n {
+		md, ret := dev.GetMigDeviceHandleByIndex(j)
+		if ret == nvml.ERROR_NOT_FOUND {
+			continue // an empty slot
+		}
+		if ret == nvml.ERROR_GPU_IS_LOST {
+			return nil, lostError{uuid: uuid}
+		}
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		mu, ret := md.GetUUID()
+		if ret == nvml.ERROR_GPU_IS_LOST {
+			return nil, lostError{uuid: uuid}
+		}
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		if k := slices.IndexFunc(prev, func(d migDevice) bool { return d.uuid == mu }); k >= 0 {
+			d := prev[k]
+			d.dev = md
+			devs = append(devs, d)
+			continue
+		}
+		d, err := readMIGDevice(md, mu)
+		if err != nil {
+			var l lostError
+			if errors.As(err, &l) {
+				return nil, lostError{uuid: uuid}
+			}
+			continue
+		}
+		devs = append(devs, d)
+	}
+	slices.SortFunc(devs, func(a, b migDevice) int { return cmp.Or(cmp.Compare(a.gi, b.gi), cmp.Compare(a.ci, b.ci)) })
+	return devs, nil
+}
+
+func readMIGDevice(md nvml.Device, uuid string) (migDevice, error) {
+	d := migDevice{dev: md, uuid: uuid}
+	gi, ret := md.GetGpuInstanceId()
+	if err := check(-1, uuid, "GetGpuInstanceId", ret); err != nil {
+		return d, err
+	}
+	ci, ret := md.GetComputeInstanceId()
+	if err := check(-1, uuid, "GetComputeInstanceId", ret); err != nil {
+		return d, err
+	}
+	d.gi, d.ci = gi, ci
+	name, ret := md.GetName()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return d, lostError{uuid: uuid}
+	}
+	attrs, aret := md.GetAttributes()
+	if aret == nvml.ERROR_GPU_IS_LOST {
+		return d, lostError{uuid: uuid}
+	}
+	if aret != nvml.SUCCESS {
+		attrs = nvml.DeviceAttributes{}
+	}
+	d.profile = migProfile(name, attrs.GpuInstanceSliceCount, attrs.MemorySizeMB)
+	mem, ret := md.GetMemoryInfo()
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return d, lostError{uuid: uuid}
+	}
+	if ret == nvml.SUCCESS {
+		d.memBytes = mem.Total >> 20 << 20
+	} else {
+		d.memBytes = attrs.MemorySizeMB << 20
+	}
+	return d, nil
+}
+
+// instances groups MIG devices (sorted by instance ids) into GPU instance
+// entities. An instance with one compute instance carries its id; one split
+// into several is reported as a whole (ComputeInstance -1), under the MIG
+// UUID of its first compute instance.
+func instances(parent source.Entity, devs []migDevice) []migInfo {
+	var out []migInfo
+	for k := 0; k < len(devs); {
+		end := k + 1
+		for end < len(devs) && devs[end].gi == devs[k].gi {
+			end++
+		}
+		d := devs[k]
+		e := parent
+		e.Kind = source.GPUInstance
+		e.MemoryBytes = d.memBytes
+		e.GPUInstance = d.gi
+		e.ComputeInstance = -1
+		if end-k == 1 {
+			e.ComputeInstance = d.ci
+		}
+		e.MIGProfile = d.profile
+		e.MIGUUID = d.uuid
+		out = append(out, migInfo{entity: e, dev: d.dev})
+		k = end
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package nvml
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+func TestWorkerRunsCalls(t *testing.T) {
+	t.Parallel()
+	w := startWorker(time.Second, nil)
+	defer w.close(time.Second)
+	got, err := call(context.Background(), w, "Add", func() (int, error) { return 1 + 2, nil })
+	if err != nil || got != 3 {
+		t.Fatalf("call = %d, %v; want 3, nil", got, err)
+	}
+	_, err = call(context.Background(), w, "Fail", func() (int, error) { return 0, errors.New("boom") })
+	if err == nil || err.Error() != "nvml Fail: boom" || errors.Is(err, source.ErrUnavailable) {
+		t.Errorf("error = %v, want a wrapped, available error", err)
+	}
+	_, err = call(context.Background(), w, "Panic", func() (int, error) { panic("mock without a function") })
+	if err == nil || err.Error() != "nvml Panic: panic: mock without a function" {
+		t.Errorf("error = %v, want the panic as an error", err)
+	}
+	if got, err := call(context.Background(), w, "After", func() (int, error) { return 4, nil }); err != nil || got != 4 {
+		t.Errorf("call after a panic = %d, %v", got, err)
+	}
+}
+
+func TestWorkerBlockedCall(t *testing.T) {
+	t.Parallel()
+	const timeout = 50 * time.Millisecond
+	w := startWorker(timeout, nil)
+	release := make(chan struct{})
+
+	start := time.Now()
+	err := w.do(context.Background(), "Hang", func() { <-release })
+	if elapsed := time.Since(start); elapsed > timeout+time.Second {
+		t.Errorf("blocked call returned after %s, want about %s", elapsed, timeout)
+	}
+	var ce *callError
+	if !errors.As(err, &ce) || ce.busy || !errors.Is(err, source.ErrUnavailable) {
+		t.Fatalf("error = %v, want a timeout wrapping ErrUnavailable", err)
+	}
+
+	before := runtime.NumGoroutine()
+	for range 100 {
+		start := time.Now()
+		err := w.do(context.Background(), "Next", func() { t.Error("ran while blocked") })
+		if !errors.As(err, &ce) || !ce.busy {
+			t.Fatalf("error = %v, want fail-fast busy error", err)
+		}
+		if elapsed := time.Since(start); elapsed > timeout/2 {
+			t.Fatalf("busy call took %s, want immediate", elapsed)
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("goroutines grew from %d to %d while a call was blocked", before, after)
+	}
+
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for w.do(context.Background(), "After", func() {}) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("worker did not recover after the blocked call returned")
+		}
+		runtime.Gosched()
+	}
+	if !w.close(time.Second) {
+		t.Error("worker did not stop")
+	}
+}
+
+func TestWorkerContext(t *testing.T) {
+	t.Parallel()
+	w := startWorker(time.Minute, nil)
+	defer w.close(time.Second)
+	release := make(chan struct{})
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	go cancel()
+	if err := w.do(ctx, "Hang", func() { <-release }); !errors.Is(err, context.Canceled) {
+		t.Errorf("error = %v, want context.Canceled", err)
+	}
+	if err := w.do(ctx, "Done", func() { t.Error("ran with a done context") }); !errors.Is(err, context.Canceled) {
+		t.Errorf("error = %v, want context.Canceled", err)
+	}
+}
+
+func TestWorkerCloseRunsOnExit(t *testing.T) {
+	t.Parallel()
+	exited := make(chan struct{})
+	w := startWorker(time.Second, func() { close(exited) })
+	if !w.close(time.Second) {
+		t.Fatal("worker did not stop")
+	}
+	<-exited
+	if err := w.do(context.Background(), "Late", func() {}); !errors.Is(err, errClosed) {
+		t.Errorf("call after close = %v, want errClosed", err)
+	}
+}
