@@ -1,0 +1,298 @@
+package rules_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-exporter/gpu-exporter/rules"
+)
+
+const (
+	runbooksPath = "../docs/runbooks.md"
+	runbookBase  = "https://github.com/gpu-exporter/gpu-exporter/blob/main/docs/runbooks.md"
+)
+
+// promtool finds the promtool binary: on PATH (make test puts tests/tools/bin
+// there) or in tests/tools/bin. Without it the test fails under CI and is
+// skipped elsewhere.
+func promtool(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("promtool"); err == nil {
+		return p
+	}
+	p, err := filepath.Abs(filepath.Join("..", "tests", "tools", "bin", "promtool"))
+	if err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	const msg = "promtool not found on PATH or in tests/tools/bin; run `make tools`"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+func load(t *testing.T, name string) *rules.File {
+	t.Helper()
+	f, err := rules.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	t.Parallel()
+	bin := promtool(t)
+	out, err := exec.Command(bin, "check", "rules", rules.AlertsFile, rules.RecordingFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// TestPromtoolUnitTests runs rules/tests/*.yaml against the shipped
+// recording rules and the shipped alerts without their annotations: the
+// unit tests assert when alerts fire and with which labels, not wording.
+func TestPromtoolUnitTests(t *testing.T) {
+	t.Parallel()
+	bin := promtool(t)
+	dir := t.TempDir()
+
+	rec, err := rules.Raw(rules.RecordingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, rules.RecordingFile), rec)
+	stripped, err := load(t, rules.AlertsFile).Map(func(r rules.Rule) rules.Rule {
+		r.Annotations = nil
+		return r
+	}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, rules.AlertsFile), stripped)
+
+	tests := unitTestFiles(t)
+	args := []string{"test", "rules"}
+	if err := os.Mkdir(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range tests {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, "tests", filepath.Base(src))
+		writeFile(t, dst, data)
+		args = append(args, dst)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+func TestAlertConventions(t *testing.T) {
+	t.Parallel()
+	anchors := runbookAnchors(t)
+	seen := map[string]bool{}
+	for _, r := range load(t, rules.AlertsFile).Rules() {
+		t.Run(r.Alert, func(t *testing.T) {
+			if r.Alert == "" {
+				t.Fatalf("alerts.yaml holds a non-alerting rule %q", r.Record)
+			}
+			if seen[r.Alert] {
+				t.Errorf("alert %s defined twice", r.Alert)
+			}
+			seen[r.Alert] = true
+			if !slices.Contains([]string{"critical", "warning", "info"}, r.Labels["severity"]) {
+				t.Errorf("severity label %q, want critical, warning or info", r.Labels["severity"])
+			}
+			for _, a := range []string{"summary", "description"} {
+				if strings.TrimSpace(r.Annotations[a]) == "" {
+					t.Errorf("annotation %s missing", a)
+				}
+			}
+			anchor := strings.ToLower(r.Alert)
+			if want := runbookBase + "#" + anchor; r.Annotations["runbook_url"] != want {
+				t.Errorf("runbook_url %q, want %q", r.Annotations["runbook_url"], want)
+			}
+			if !anchors[anchor] {
+				t.Errorf("docs/runbooks.md has no heading with anchor #%s", anchor)
+			}
+		})
+	}
+}
+
+var recordName = regexp.MustCompile(`^[a-z][a-z_]*:[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$`)
+
+func TestRecordingRuleConventions(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(runbooksPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range load(t, rules.RecordingFile).Rules() {
+		if r.Record == "" {
+			t.Errorf("recording.yaml holds a non-recording rule %q", r.Alert)
+			continue
+		}
+		if !recordName.MatchString(r.Record) {
+			t.Errorf("%s: name is not level:metric:operations", r.Record)
+		}
+		if !bytes.Contains(doc, []byte("`"+r.Record+"`")) {
+			t.Errorf("%s: not described in docs/runbooks.md", r.Record)
+		}
+	}
+}
+
+// unitFile is the part of a promtool unit-test file this test reads.
+type unitFile struct {
+	Tests []struct {
+		AlertRuleTests []struct {
+			Alertname string `yaml:"alertname"`
+			ExpAlerts []any  `yaml:"exp_alerts"`
+		} `yaml:"alert_rule_test"`
+		PromQLExprTests []struct {
+			Expr string `yaml:"expr"`
+		} `yaml:"promql_expr_test"`
+	} `yaml:"tests"`
+}
+
+// TestEveryRuleHasUnitTests: every alert has a unit test where it fires and
+// one where it does not; every recording rule is queried by a unit test.
+func TestEveryRuleHasUnitTests(t *testing.T) {
+	t.Parallel()
+	fires, silent := map[string]bool{}, map[string]bool{}
+	var exprs []string
+	for _, path := range unitTestFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f unitFile
+		if err := yaml.Unmarshal(data, &f); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, tc := range f.Tests {
+			for _, a := range tc.AlertRuleTests {
+				if len(a.ExpAlerts) > 0 {
+					fires[a.Alertname] = true
+				} else {
+					silent[a.Alertname] = true
+				}
+			}
+			for _, e := range tc.PromQLExprTests {
+				exprs = append(exprs, e.Expr)
+			}
+		}
+	}
+	for _, r := range load(t, rules.AlertsFile).Rules() {
+		if !fires[r.Alert] {
+			t.Errorf("alert %s: no unit test where it fires", r.Alert)
+		}
+		if !silent[r.Alert] {
+			t.Errorf("alert %s: no unit test where it stays silent", r.Alert)
+		}
+	}
+	for _, r := range load(t, rules.RecordingFile).Rules() {
+		if !slices.ContainsFunc(exprs, func(e string) bool { return mentions(e, r.Record) }) {
+			t.Errorf("recording rule %s: no promql_expr_test queries it", r.Record)
+		}
+	}
+}
+
+// mentions reports whether expr uses the metric name as a whole word.
+func mentions(expr, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(expr[i:], name)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(name)
+		if end == len(expr) || !isNameRune(rune(expr[end])) {
+			if i+j == 0 || !isNameRune(rune(expr[i+j-1])) {
+				return true
+			}
+		}
+		i = end
+	}
+}
+
+func isNameRune(r rune) bool {
+	return r == '_' || r == ':' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func unitTestFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("tests", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no unit-test files in rules/tests")
+	}
+	return files
+}
+
+// runbookAnchors returns the GitHub anchors of the headings of docs/runbooks.md.
+func runbookAnchors(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open(runbooksPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	anchors := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	inCode := false
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		heading := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		anchors[githubAnchor(heading)] = true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return anchors
+}
+
+// githubAnchor mimics GitHub's heading ids: lower case, punctuation
+// dropped, spaces turned into hyphens.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
