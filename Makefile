@@ -13,7 +13,7 @@ SCENARIO  ?= demo
 TOOLS_BIN := $(CURDIR)/tests/tools/bin
 FUZZTIME  ?= 30s
 
-.PHONY: help build demo test test-short lint vet fmt bench load soak fuzz tools clean
+.PHONY: help build demo test test-short lint vet fmt bench load soak fuzz chart-sync rules-test dashboards docs e2e tools clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,16 +40,31 @@ test-short: ## Unit tests only, no race detector.
 vet: ## go vet.
 	$(GO) vet ./...
 
+GOFILES_DIRS := cmd pkg tests etc rules dashboards
+
 fmt: ## Format the code.
-	gofmt -w cmd pkg tests etc
+	gofmt -w $(GOFILES_DIRS)
 
 lint: vet ## gofmt check and go vet (golangci-lint when installed).
-	@test -z "$$(gofmt -l cmd pkg tests etc)" || { echo "gofmt needed:"; gofmt -l cmd pkg tests etc; exit 1; }
+	@test -z "$$(gofmt -l $(GOFILES_DIRS))" || { echo "gofmt needed:"; gofmt -l $(GOFILES_DIRS); exit 1; }
 	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; else echo "golangci-lint not installed; skipped"; fi
 
 bench: ## Benchmarks with their baselines in the same run; fails when a target ratio is missed.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
 	$(GO) test -count 1 -run TestPerformanceTargets ./pkg/exposition -args -targets
+
+rules-test: tools ## promtool check and unit tests of the alert and recording rules.
+	PATH="$(TOOLS_BIN):$$PATH" $(GO) test -count=1 ./rules/...
+
+dashboards: ## Regenerate dashboards/*.json from the Go code in dashboards/, then copy them into the chart.
+	$(GO) run ./dashboards/generate -out dashboards
+	@$(MAKE) -s chart-sync
+
+docs: ## Regenerate docs/metrics.md from the field catalog.
+	$(GO) test ./cmd/gpu-exporter -run '^TestMetricsDoc$$' -count=1 -update
+
+e2e: tools ## Exporter on sim scenarios + real Prometheus + Alertmanager (about 70 s).
+	PATH="$(TOOLS_BIN):$$PATH" $(GO) test -count=1 -v ./tests/e2e/...
 
 load: build ## Bounded loopback load test: 64 scrapers for 10s on the 64-GPU scenario.
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
@@ -63,7 +78,15 @@ fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCounters$$' -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz '^FuzzLabelValuesRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/exposition
 
-tools: ## Build the test tools (promtool) from pinned Go modules into tests/tools/bin.
+CHART_FILES := deployment/helm/gpu-exporter/files
+
+chart-sync: ## Copy rules/ and dashboards/ into the Helm chart (Helm reads only files inside a chart).
+	@mkdir -p $(CHART_FILES)/rules $(CHART_FILES)/dashboards
+	@rm -f $(CHART_FILES)/rules/*.yaml $(CHART_FILES)/dashboards/*.json
+	@for f in $$(grep -l '^groups:' rules/*.yaml 2>/dev/null); do cp $$f $(CHART_FILES)/rules/; done
+	@for f in dashboards/*.json; do if [ -e "$$f" ]; then cp $$f $(CHART_FILES)/dashboards/; fi; done
+
+tools: ## Build the test tools (prometheus, promtool, alertmanager, helm, kustomize, ...) from pinned Go modules into tests/tools/bin.
 	@$(MAKE) -s -C tests/tools
 
 clean: ## Remove build outputs.

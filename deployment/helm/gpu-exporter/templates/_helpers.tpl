@@ -1,0 +1,174 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "gpu-exporter.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name of the release's objects. */}}
+{{- define "gpu-exporter.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gpu-exporter.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride }}
+{{- end }}
+
+{{- define "gpu-exporter.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpu-exporter.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gpu-exporter.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "gpu-exporter.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: exporter
+app.kubernetes.io/part-of: gpu-exporter
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "gpu-exporter.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gpu-exporter.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "gpu-exporter.image" -}}
+{{- $img := .Values.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Whether Prometheus reaches the pod over TLS. */}}
+{{- define "gpu-exporter.https" -}}
+{{- if or .Values.rbacProxy.enabled (and .Values.webConfig.enabled .Values.webConfig.tls) }}true{{- end }}
+{{- end }}
+
+{{/* Directory of the pod-resources socket: the hostPath the pod mounts. */}}
+{{- define "gpu-exporter.podResourcesDir" -}}
+{{- dir .Values.kubernetes.podResourcesSocket }}
+{{- end }}
+
+{{- define "gpu-exporter.countersConfigMap" -}}
+{{- default (printf "%s-counters" (include "gpu-exporter.fullname" .)) .Values.counters.existingConfigMap }}
+{{- end }}
+
+{{- define "gpu-exporter.webConfigSecret" -}}
+{{- default (printf "%s-web-config" (include "gpu-exporter.fullname" .)) .Values.webConfig.existingSecret }}
+{{- end }}
+
+{{/* The exporter's flags, one per line. */}}
+{{- define "gpu-exporter.args" -}}
+{{- $v := .Values }}
+{{- if $v.rbacProxy.enabled }}
+- --web.listen-address=127.0.0.1:{{ $v.rbacProxy.upstreamPort }}
+{{- else }}
+- --web.listen-address=:{{ $v.exporter.port }}
+{{- end }}
+- --web.telemetry-path={{ $v.exporter.telemetryPath }}
+{{- if $v.webConfig.enabled }}
+- --web.config.file=/etc/gpu-exporter/web/web-config.yml
+{{- end }}
+{{- if $v.exporter.enablePprof }}
+- --web.enable-pprof
+{{- end }}
+- --source={{ $v.exporter.source }}
+- --collect.interval={{ $v.exporter.collectInterval }}
+{{- if or $v.counters.csv $v.counters.existingConfigMap }}
+- --collect.counters=/etc/gpu-exporter/counters/counters.csv
+{{- end }}
+{{- if $v.kubernetes.attribution }}
+- --kubernetes.enabled=true
+- --kubernetes.pod-resources-socket={{ $v.kubernetes.podResourcesSocket }}
+- --kubernetes.gpu-id-type={{ $v.kubernetes.gpuIdType }}
+{{- with $v.kubernetes.refreshInterval }}
+- --kubernetes.refresh-interval={{ . }}
+{{- end }}
+{{- with $v.kubernetes.resourceNames }}
+- --kubernetes.resource-names={{ join "," . }}
+{{- end }}
+{{- else }}
+- --kubernetes.enabled=false
+{{- end }}
+- --dcgm.mode={{ $v.dcgm.mode }}
+{{- if eq $v.dcgm.mode "remote" }}
+- --dcgm.remote-address={{ required "dcgm.remoteAddress is required when dcgm.mode=remote" $v.dcgm.remoteAddress }}
+{{- end }}
+- --log.level={{ $v.exporter.logLevel }}
+- --log.format={{ $v.exporter.logFormat }}
+{{- range $v.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The exporter container's security context: the values', plus
+SYS_ADMIN when embedded DCGM collects profiling fields (the capability is
+effective only for uid 0: Kubernetes sets no ambient capabilities). uid 0
+is needed for the root-only pod-resources directory; without attribution
+nor profiling the default uid 0 becomes 65532. */}}
+{{- define "gpu-exporter.securityContext" -}}
+{{- $sc := deepCopy .Values.securityContext }}
+{{- $profiling := and .Values.dcgm.profiling (eq .Values.dcgm.mode "embedded") }}
+{{- if and (not .Values.kubernetes.attribution) (not $profiling) (eq (toString $sc.runAsUser) "0") }}
+{{- $_ := set $sc "runAsUser" 65532 }}
+{{- $_ := set $sc "runAsGroup" 65532 }}
+{{- $_ := set $sc "runAsNonRoot" true }}
+{{- end }}
+{{- if $profiling }}
+{{- $caps := default dict $sc.capabilities }}
+{{- $add := default list $caps.add }}
+{{- $_ := set $caps "add" (append $add "SYS_ADMIN" | uniq) }}
+{{- $_ := set $sc "capabilities" $caps }}
+{{- end }}
+{{- toYaml $sc }}
+{{- end }}
+
+{{/* HTTP GET probe on path, or a TCP check where basic auth would refuse
+the kubelet. port is a number with rbacProxy (the named port is the
+proxy's), else the name. */}}
+{{- define "gpu-exporter.probe" -}}
+{{- $v := .ctx.Values }}
+{{- $port := "metrics" }}
+{{- if $v.rbacProxy.enabled }}{{ $port = $v.exporter.port }}{{ end }}
+{{- if and $v.webConfig.enabled $v.webConfig.basicAuth (not $v.rbacProxy.enabled) }}
+tcpSocket:
+  port: {{ $port }}
+{{- else }}
+httpGet:
+  path: {{ .path }}
+  port: {{ $port }}
+  scheme: {{ if include "gpu-exporter.https" .ctx }}HTTPS{{ else }}HTTP{{ end }}
+{{- end }}
+{{ toYaml .probe }}
+{{- end }}
+
+{{/* The relabelling that makes honorLabels: true safe: the target's pod
+identity (the exporter's own namespace, pod and container) must not reach
+series of GPUs no pod holds; the node name comes from service discovery.
+job and instance stay. */}}
+{{- define "gpu-exporter.relabelings" -}}
+- action: replace
+  sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: node
+- action: labeldrop
+  regex: (namespace|pod|container)
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
