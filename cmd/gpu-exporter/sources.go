@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
 
@@ -27,22 +28,35 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 		// An explicit DCGM source starts even while the hostengine is down:
 		// it reconnects with backoff and gpu_exporter_source_up says so.
 		return "", a.openDCGM()
-	case "auto":
+	case "nvml":
+		return "", a.openNVML()
+	default: // "auto"; validated with the flags
 		return "", a.openAuto(ctx)
-	default:
-		return "", fmt.Errorf("--source=%s: NVML support is not built yet; use --source=dcgm or --source=sim", a.o.source)
 	}
+}
+
+// callTimeout bounds one DCGM or NVML call: at most 10s, and never more
+// than a whole collection may take.
+func (a *app) callTimeout() time.Duration {
+	return min(dcgm.DefaultCallTimeout, a.o.timeout)
+}
+
+// openNVML opens the NVML source.
+func (a *app) openNVML() error {
+	src, err := nvml.New(nvml.Config{CallTimeout: a.callTimeout(), GPUs: a.o.gpuList}, a.logger)
+	if err != nil {
+		return fmt.Errorf("--source=nvml: %w", err)
+	}
+	a.src = src
+	a.cleanup = append(a.cleanup, func() { _ = src.Close() })
+	return nil
 }
 
 // openDCGM opens the DCGM source.
 func (a *app) openDCGM() error {
-	callTimeout := dcgm.DefaultCallTimeout
-	if a.o.timeout < callTimeout {
-		callTimeout = a.o.timeout
-	}
 	src, err := dcgm.New(dcgm.Config{
 		Mode: a.o.dcgmMode, RemoteAddress: a.o.dcgmRemoteAddress,
-		Interval: a.o.interval, CallTimeout: callTimeout, Health: true, GPUs: a.o.gpuList,
+		Interval: a.o.interval, CallTimeout: a.callTimeout(), Health: true, GPUs: a.o.gpuList,
 	}, a.logger)
 	if err != nil {
 		return fmt.Errorf("--source=dcgm: %w", err)
@@ -52,21 +66,27 @@ func (a *app) openDCGM() error {
 	return nil
 }
 
-// openAuto picks DCGM when it answers, and says why when it does not.
+// openAuto picks DCGM when it answers, else NVML when the driver's library
+// is there, and says why neither would do otherwise.
 func (a *app) openAuto(ctx context.Context) error {
 	if err := a.openDCGM(); err != nil {
 		return fmt.Errorf("--source=auto: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	_, err := a.src.Inventory(pctx)
-	if err == nil {
+	_, dcgmErr := a.src.Inventory(pctx)
+	if dcgmErr == nil {
 		a.logger.Info("--source=auto picked DCGM", "mode", a.o.dcgmMode)
 		return nil
 	}
-	a.close()
+	a.close() // the DCGM source was the only thing opened so far
 	a.src = nil
-	return fmt.Errorf("--source=auto: no GPU source answered: DCGM: %w; NVML support is not built yet. Use --source=dcgm to wait for a hostengine, or --source=sim to try the simulator", err)
+	nvmlErr := nvml.Available(pctx)
+	if nvmlErr == nil {
+		a.logger.Info("--source=auto picked NVML: DCGM did not answer", "dcgm_err", dcgmErr)
+		return a.openNVML()
+	}
+	return fmt.Errorf("--source=auto: no GPU source answered: DCGM: %w; NVML: %w. Use --source=dcgm to wait for a hostengine, or --source=sim to try the simulator", dcgmErr, nvmlErr)
 }
 
 // openSim loads the scenario, starts the simulator and its fake kubelet.
