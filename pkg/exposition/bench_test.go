@@ -42,7 +42,7 @@ func BenchmarkScrape(b *testing.B) {
 	for _, scn := range benchScenarios {
 		in := benchInput(b, scn)
 		page := exposition.NewRenderer(exposition.Options{}).Render(in)
-		for name, body := range map[string][]byte{"page": page.Text, "page_gzip": page.TextGzip} {
+		for name, body := range map[string][]byte{"page": page.Text, "page_gzip": page.TextGzip()} {
 			b.Run(scn+"/"+name, func(b *testing.B) {
 				buf := bytes.NewBuffer(make([]byte, 0, len(body)))
 				b.SetBytes(int64(len(body)))

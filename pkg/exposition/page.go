@@ -12,35 +12,69 @@ import (
 	"bytes"
 	"compress/gzip"
 	"sort"
+	"sync"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
-// Page is one rendered exposition. It is immutable once returned.
+// Page is one rendered exposition. It is immutable once returned, and safe
+// for concurrent use.
 type Page struct {
 	// Text is the Prometheus text format 0.0.4.
 	Text []byte
-	// TextGzip is Text compressed as one gzip member.
-	TextGzip []byte
 	// OpenMetrics is the OpenMetrics 1.0 body without the final "# EOF"
 	// line, so that more families can follow it.
 	OpenMetrics []byte
-	// OpenMetricsGzip is OpenMetrics compressed as one gzip member.
-	OpenMetricsGzip []byte
 	// Series is the number of samples on the page.
 	Series int
 	// Dropped is the number of series left out by the series limit.
 	Dropped int
+
+	// The gzip members are compressed on first use, once per page: a node
+	// scraped in one format by gzip-capable clients (Prometheus) pays for
+	// one compression per collection, not two, and none per scrape.
+	textGzip, omGzip lazyGzip
+	zips             *sync.Pool // of *gzip.Writer, shared with the renderer
+}
+
+// TextGzip returns Text compressed as one gzip member.
+func (p *Page) TextGzip() []byte { return p.textGzip.get(p.Text, p.zips) }
+
+// OpenMetricsGzip returns OpenMetrics compressed as one gzip member.
+func (p *Page) OpenMetricsGzip() []byte { return p.omGzip.get(p.OpenMetrics, p.zips) }
+
+type lazyGzip struct {
+	once sync.Once
+	b    []byte
+}
+
+func (l *lazyGzip) get(plain []byte, zips *sync.Pool) []byte {
+	l.once.Do(func() {
+		var zw *gzip.Writer
+		if zips != nil {
+			zw, _ = zips.Get().(*gzip.Writer)
+		}
+		if zw == nil {
+			zw = gzip.NewWriter(nil)
+		}
+		var buf bytes.Buffer
+		buf.Grow(len(plain)/4 + 64)
+		zw.Reset(&buf)
+		_, _ = zw.Write(plain) // writes to a bytes.Buffer cannot fail
+		_ = zw.Close()
+		if zips != nil {
+			zips.Put(zw)
+		}
+		l.b = buf.Bytes()
+	})
+	return l.b
 }
 
 // Empty is the page served before the first collection and while the
 // source is failing: no GPU series at all, rather than stale ones.
 func Empty() *Page {
-	var z bytes.Buffer
-	w := gzip.NewWriter(&z)
-	_ = w.Close() // writing to a bytes.Buffer cannot fail
-	return &Page{TextGzip: z.Bytes(), OpenMetricsGzip: z.Bytes()}
+	return &Page{}
 }
 
 // Holder is a container that holds an entity.
@@ -123,8 +157,7 @@ type Renderer struct {
 	xidAttr map[int64][]byte // dcgm naming: ,err_code="N",err_msg="…" per code
 	// scratch buffers of the page being rendered, kept between renders
 	extra, value []byte
-	zbuf         bytes.Buffer
-	zw           *gzip.Writer
+	zips         sync.Pool // of *gzip.Writer for the pages' lazy gzip members
 
 	lastText, lastOM int
 }
@@ -150,7 +183,8 @@ type header struct{ text, om []byte }
 
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
-	r := &Renderer{opts: opts, headers: map[headerKey]header{}, zw: gzip.NewWriter(nil)}
+	r := &Renderer{opts: opts, headers: map[headerKey]header{}}
+	r.zips.New = func() any { return gzip.NewWriter(nil) }
 	switch opts.Naming {
 	case NamingDCGM:
 		if r.opts.DCGM.HostnameLabel == "" {
@@ -168,12 +202,11 @@ func NewRenderer(opts Options) *Renderer {
 func (r *Renderer) Render(in Input) *Page {
 	p := r.renderPlain(in)
 	return &Page{
-		Text:            p.text,
-		TextGzip:        r.gzip(p.text),
-		OpenMetrics:     p.om,
-		OpenMetricsGzip: r.gzip(p.om),
-		Series:          p.nseries,
-		Dropped:         p.dropped,
+		Text:        p.text,
+		OpenMetrics: p.om,
+		Series:      p.nseries,
+		Dropped:     p.dropped,
+		zips:        &r.zips,
 	}
 }
 
@@ -207,14 +240,6 @@ func (r *Renderer) renderPlain(in Input) *page {
 	r.lastText, r.lastOM = len(p.text), len(p.om)
 	r.extra, r.value = p.extra, p.value
 	return p
-}
-
-func (r *Renderer) gzip(b []byte) []byte {
-	r.zbuf.Reset()
-	r.zw.Reset(&r.zbuf)
-	_, _ = r.zw.Write(b) // writes to a bytes.Buffer cannot fail
-	_ = r.zw.Close()
-	return bytes.Clone(r.zbuf.Bytes())
 }
 
 // refreshLabels rebuilds the per-target label sets when the inventory, the

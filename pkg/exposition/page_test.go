@@ -229,7 +229,7 @@ func TestGzipMatchesPlain(t *testing.T) {
 	t.Parallel()
 	s := testSample(t, 4, fields.MustNew().Defaults())
 	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: allTargets(s)})
-	for name, pair := range map[string][2][]byte{"text": {p.Text, p.TextGzip}, "openmetrics": {p.OpenMetrics, p.OpenMetricsGzip}} {
+	for name, pair := range map[string][2][]byte{"text": {p.Text, p.TextGzip()}, "openmetrics": {p.OpenMetrics, p.OpenMetricsGzip()}} {
 		zr, err := gzip.NewReader(bytes.NewReader(pair[1]))
 		if err != nil {
 			t.Fatal(err)
@@ -309,7 +309,7 @@ func TestMaxSeries(t *testing.T) {
 func TestEmptyPage(t *testing.T) {
 	t.Parallel()
 	p := Empty()
-	zr, err := gzip.NewReader(bytes.NewReader(p.TextGzip))
+	zr, err := gzip.NewReader(bytes.NewReader(p.TextGzip()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,11 +92,11 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case f == fmtText && e == encIdentity:
 		body, tail = page.Text, self.text
 	case f == fmtText:
-		body, tail = page.TextGzip, self.textGzip
+		body, tail = page.TextGzip(), self.textGzip
 	case e == encIdentity:
 		body, tail = page.OpenMetrics, self.om
 	default:
-		body, tail = page.OpenMetricsGzip, self.omGzip
+		body, tail = page.OpenMetricsGzip(), self.omGzip
 	}
 	if e == encGzip {
 		hdr.Set("Content-Encoding", "gzip")
