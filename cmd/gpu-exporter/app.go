@@ -20,6 +20,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -37,11 +38,12 @@ type app struct {
 	cat    *fields.Catalog
 	reg    *prometheus.Registry
 
-	src     source.Source
-	pods    *podresources.Client
-	coll    *collector.Collector
-	srv     *server.Server
-	cleanup []func()
+	src      source.Source
+	pods     *podresources.Client
+	podStore *podlabels.Store
+	coll     *collector.Collector
+	srv      *server.Server
+	cleanup  []func()
 }
 
 func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Logger) (_ *app, err error) {
@@ -70,6 +72,9 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 	if err := a.openKubernetes(socket); err != nil {
 		return nil, err
 	}
+	if err := a.openPodLabels(); err != nil {
+		return nil, err
+	}
 	var attr collector.Attribution
 	if a.pods != nil {
 		attr = a.pods
@@ -78,7 +83,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		Interval: o.interval, Timeout: o.timeout, MaxSeries: o.maxSeries, GPUs: o.gpuList,
 		Fields: counters.Fields, Labels: counters.Labels,
 		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
-		Naming: o.namingMode, DCGM: a.dcgmNaming(),
+		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(),
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
 		return nil, err
@@ -210,6 +215,34 @@ func (a *app) openKubernetes(socket string) error {
 	return nil
 }
 
+// openPodLabels starts the pod informer when pod labels or UIDs are asked
+// for.
+func (a *app) openPodLabels() error {
+	if a.o.podAllow == nil && !a.o.podUID {
+		return nil
+	}
+	if a.pods == nil {
+		return fmt.Errorf("--kubernetes.pod-labels and --kubernetes.pod-uid label attributed series: pod attribution must be on (--kubernetes.enabled)")
+	}
+	store, err := podlabels.NewInCluster(podlabels.Config{
+		Node: os.Getenv("NODE_NAME"), Allowlist: a.o.podAllow, UID: a.o.podUID, MaxLabels: a.o.podLabelsLimit,
+	}, a.logger, a.reg)
+	if err != nil {
+		return fmt.Errorf("--kubernetes.pod-labels/--kubernetes.pod-uid: %w", err)
+	}
+	a.podStore = store
+	a.cleanup = append(a.cleanup, store.Close)
+	return nil
+}
+
+// podInfo is the collector's view of the pod informer; nil when off.
+func (a *app) podInfo() collector.PodInfo {
+	if a.podStore == nil {
+		return nil
+	}
+	return a.podStore
+}
+
 // run serves until ctx is done or the server fails, reloading the counters
 // file on SIGHUP.
 func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
@@ -218,6 +251,13 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
+	if a.podStore != nil {
+		// Wait (bounded) for the pod informer, so that the first pages carry
+		// pod labels instead of changing series identity a moment later.
+		if err := a.podStore.Run(loopCtx); err != nil {
+			return fmt.Errorf("pod informer: %w", err)
+		}
+	}
 	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
 	if a.pods != nil {
 		wg.Add(1)

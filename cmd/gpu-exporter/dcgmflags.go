@@ -44,6 +44,9 @@ type alias struct {
 	// note says what to use instead (unsupported) or why nothing is needed
 	// (already).
 	note string
+	// deferTo names another alias with the same target that wins when both
+	// are given.
+	deferTo string
 }
 
 // dcgmExporterAliases lists dcgm-exporter's flags, as its pkg/cmd/app.go
@@ -87,12 +90,12 @@ func dcgmExporterAliases() []alias {
 			note: "CPU metrics are not collected; leave it at f"},
 		{name: "switch-devices", short: "s", env: "DCGM_EXPORTER_OTHER_DEVICES_STR", kind: unsupported, def: "f",
 			note: "NVSwitch selection is not supported; leave it at f"},
-		{name: "kubernetes-enable-pod-labels", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", boolean: true, kind: unsupported, def: "false",
-			note: "pod labels are not exported; join kube_pod_labels from kube-state-metrics in PromQL"},
-		{name: "kubernetes-pod-label-allowlist-regex", env: "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", kind: unsupported, def: "",
-			note: "pod labels are not exported; join kube_pod_labels from kube-state-metrics in PromQL"},
-		{name: "kubernetes-enable-pod-uid", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", boolean: true, kind: unsupported, def: "false",
-			note: "the pod_uid label is not exported; namespace and pod identify the pod"},
+		// The allowlist comes first: enabling pod labels without one means
+		// every label, and defers to an allowlist given with it.
+		{name: "kubernetes-pod-label-allowlist-regex", env: "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", target: "kubernetes.pod-labels"},
+		{name: "kubernetes-enable-pod-labels", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", boolean: true, target: "kubernetes.pod-labels", convert: ifTrue(".*"),
+			deferTo: "kubernetes-pod-label-allowlist-regex"},
+		{name: "kubernetes-enable-pod-uid", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", boolean: true, target: "kubernetes.pod-uid", convert: boolValue},
 		{name: "fake-gpus", env: "DCGM_EXPORTER_USE_FAKE_GPUS", boolean: true, kind: unsupported, def: "false",
 			note: "use --source=sim for simulated GPUs"},
 		{name: "enable-dcgm-log", env: "DCGM_EXPORTER_ENABLE_DCGM_LOG", boolean: true, kind: unsupported, def: "false",
@@ -216,7 +219,7 @@ func (as aliasSet) has(name string) bool {
 func (as aliasSet) applyFlags(fs *pflag.FlagSet, use *compatUse) error {
 	for _, a := range as.list {
 		given := fs.Changed(a.name) || (a.long2 != "" && fs.Changed(a.long2))
-		if !given {
+		if !given || (a.deferTo != "" && fs.Changed(a.deferTo)) {
 			continue
 		}
 		spelled := "--" + a.name

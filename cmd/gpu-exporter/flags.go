@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 )
 
@@ -49,6 +51,10 @@ type options struct {
 	k8sResources   []string
 	k8sIDType      string
 	k8sCallTimeout time.Duration
+	podLabels      string
+	podUID         bool
+	podLabelsLimit int
+	podAllow       *regexp.Regexp // compiled --kubernetes.pod-labels
 
 	dcgmMode          string
 	dcgmRemoteAddress string
@@ -112,6 +118,9 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringSliceVar(&o.k8sResources, "kubernetes.resource-names", nil, "Extra extended-resource names (globs allowed) that hold GPUs, besides nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-*.")
 	fs.StringVar(&o.k8sIDType, "kubernetes.gpu-id-type", "auto", "Device id forms to accept from the kubelet: auto (every form), uid (GPU/MIG UUIDs, replicas), device-name (nvidiaN, GKE nvidiaN/giM) or dra.")
 	fs.DurationVar(&o.k8sCallTimeout, "kubernetes.timeout", 5*time.Second, "Longest time one pod-resources call may take.")
+	fs.StringVar(&o.podLabels, "kubernetes.pod-labels", "", "Regular expression (anchored) of pod label keys to add as label_<key> to attributed series; needs NODE_NAME and list/watch on pods (empty: none).")
+	fs.BoolVar(&o.podUID, "kubernetes.pod-uid", false, "Add pod_uid to attributed series; needs NODE_NAME and list/watch on pods.")
+	fs.IntVar(&o.podLabelsLimit, "kubernetes.pod-labels-limit", 10, "Most pod labels added per pod (1-12); keys past it are dropped and logged.")
 
 	fs.StringVar(&o.dcgmMode, "dcgm.mode", "embedded", "How to reach DCGM: embedded (start a hostengine in the exporter) or remote (connect to --dcgm.remote-address).")
 	fs.StringVar(&o.dcgmRemoteAddress, "dcgm.remote-address", "", "Address of a running nv-hostengine: host:port or a unix socket path; setting it implies --dcgm.mode=remote.")
@@ -233,6 +242,14 @@ func (o *options) validate(fs *pflag.FlagSet) error {
 	}
 	if o.k8sCallTimeout <= 0 {
 		return fmt.Errorf("--kubernetes.timeout must be positive, got %s", o.k8sCallTimeout)
+	}
+	allow, err := podlabels.ParseAllowlist(o.podLabels)
+	if err != nil {
+		return err // names the flag
+	}
+	o.podAllow = allow
+	if o.podLabelsLimit < 1 || o.podLabelsLimit > podlabels.MaxLabelsLimit {
+		return fmt.Errorf("--kubernetes.pod-labels-limit must be 1..%d, got %d", podlabels.MaxLabelsLimit, o.podLabelsLimit)
 	}
 	if o.k8sCallTimeout > o.k8sRefresh {
 		if fs.Changed("kubernetes.timeout") {

@@ -74,6 +74,8 @@ func TestBadFlagsExitWithTheirName(t *testing.T) {
 		{"log level", []string{"--log.level=loud"}, nil, "--log.level"},
 		{"env twin", nil, map[string]string{"GPU_EXPORTER_COLLECT_INTERVAL": "soon"}, "GPU_EXPORTER_COLLECT_INTERVAL"},
 		{"positional", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"pod labels regex", []string{"--kubernetes.pod-labels=team("}, nil, "--kubernetes.pod-labels"},
+		{"pod labels limit", []string{"--kubernetes.pod-labels-limit=0"}, nil, "--kubernetes.pod-labels-limit must be 1..12"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +143,8 @@ func TestStartupErrors(t *testing.T) {
 		{"unknown builtin", []string{"--source=sim", "--sim.scenario=nope"}, []string{"--sim.scenario", "nope"}},
 		{"malformed scenario", []string{"--source=sim", "--sim.scenario=" + badScenario}, []string{"bad.yaml:6", "DCGM_FI_NOPE"}},
 		{"bad counters", []string{"--source=sim", "--collect.counters=" + badCounters}, []string{"counters.csv:2", "DCGM_FI_BOGUS"}},
+		{"pod labels outside a cluster", []string{"--source=sim", "--kubernetes.enabled=true", "--kubernetes.pod-labels=team"}, []string{"--kubernetes.pod-labels/--kubernetes.pod-uid"}},
+		{"pod labels without attribution", []string{"--source=sim", "--kubernetes.pod-uid"}, []string{"pod attribution must be on"}},
 		{"auto without DCGM", []string{"--source=auto"}, []string{"--source=auto: no GPU source answered", "--source=sim"}},
 		{"port in use", []string{"--source=sim", "--web.listen-address=" + busy.Addr().String()}, []string{"--web.listen-address " + busy.Addr().String(), "address already in use"}},
 	}

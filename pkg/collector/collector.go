@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -55,6 +56,23 @@ type Config struct {
 	// Naming selects names, units and labels; DCGM tunes dcgm naming.
 	Naming exposition.Naming
 	DCGM   exposition.DCGMOptions
+	// PodInfo adds pod UIDs and allowlisted pod labels to held series; nil
+	// leaves them out.
+	PodInfo PodInfo
+}
+
+// PodInfo looks up what the Kubernetes API knows of a pod. Version changes
+// whenever a lookup could give a different answer.
+type PodInfo interface {
+	Lookup(namespace, pod string) (podlabels.Info, bool)
+	Version() uint64
+}
+
+// attributionKey identifies what the label sets were built from: the
+// kubelet's table and the pod informer's version.
+type attributionKey struct {
+	table   *podresources.Table
+	version uint64
 }
 
 // Counters is what to collect: the fields and, in dcgm naming, the label
@@ -123,9 +141,9 @@ type Collector struct {
 
 	filter gpuFilter
 
-	joinInv   *source.Inventory
-	joinTable *podresources.Table
-	targets   []exposition.Target
+	joinInv *source.Inventory
+	joinKey attributionKey
+	targets []exposition.Target
 
 	xids    map[xidKey]uint64
 	windows windows
@@ -262,8 +280,12 @@ func (c *Collector) collect(ctx context.Context) error {
 	if c.attr != nil {
 		table = c.attr.Table()
 	}
-	targets := c.join(s.Inventory, table)
-	in := exposition.Input{Sample: s, Targets: targets, Attribution: table, Extra: c.extra}
+	key := attributionKey{table: table}
+	if c.cfg.PodInfo != nil {
+		key.version = c.cfg.PodInfo.Version() // read before the lookups: a change during them shows next time
+	}
+	targets := c.join(s.Inventory, key)
+	in := exposition.Input{Sample: s, Targets: targets, Attribution: key, Extra: c.extra}
 	if c.cfg.Naming == exposition.NamingDCGM {
 		in.Windows = c.windows.update(s, c.counters)
 	} else {
@@ -324,10 +346,11 @@ func (c *Collector) read(ctx context.Context) (*source.Sample, error) {
 // join lists one target per (entity, holding container), or one target for
 // an entity nobody holds. It is recomputed only when the inventory or the
 // attribution table changed.
-func (c *Collector) join(inv *source.Inventory, table *podresources.Table) []exposition.Target {
-	if inv == c.joinInv && table == c.joinTable && c.targets != nil {
+func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition.Target {
+	if inv == c.joinInv && key == c.joinKey && c.targets != nil {
 		return c.targets
 	}
+	table := key.table
 	targets := make([]exposition.Target, 0, len(inv.Entities))
 	for i := range inv.Entities {
 		hs := table.Holders(&inv.Entities[i])
@@ -338,7 +361,7 @@ func (c *Collector) join(inv *source.Inventory, table *podresources.Table) []exp
 		for _, h := range hs {
 			targets = append(targets, exposition.Target{
 				Entity: i,
-				Holder: &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container},
+				Holder: c.holder(h),
 				Shared: h.Shared || len(hs) > 1, // a replica is shared even while it has one holder
 			})
 		}
@@ -346,8 +369,25 @@ func (c *Collector) join(inv *source.Inventory, table *podresources.Table) []exp
 	// Devices of GPUs left out by --collect.gpus are not unmatched: the
 	// source sees them.
 	c.m.unmatched.Set(float64(len(table.Unmatched(c.filter.unfiltered(inv)))))
-	c.joinInv, c.joinTable, c.targets = inv, table, targets
+	c.joinInv, c.joinKey, c.targets = inv, key, targets
 	return targets
+}
+
+// holder converts a kubelet holder, adding what the pod informer knows.
+func (c *Collector) holder(h podresources.Holder) *exposition.Holder {
+	out := &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
+	if c.cfg.PodInfo == nil {
+		return out
+	}
+	info, ok := c.cfg.PodInfo.Lookup(h.Namespace, h.Pod)
+	if !ok {
+		return out
+	}
+	out.PodUID = info.UID
+	for _, l := range info.Labels {
+		out.Labels = append(out.Labels, exposition.Label{Name: l.Name, Value: l.Value})
+	}
+	return out
 }
 
 // watchSet is the field set to watch: the fields and, in dcgm naming, the

@@ -18,6 +18,7 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -303,5 +304,58 @@ func TestConfigValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) error = %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+type fakePodInfo struct {
+	info    map[string]podlabels.Info
+	version atomic.Uint64
+}
+
+func (f *fakePodInfo) Lookup(ns, pod string) (podlabels.Info, bool) {
+	i, ok := f.info[ns+"/"+pod]
+	return i, ok
+}
+func (f *fakePodInfo) Version() uint64 { return f.version.Load() }
+
+func TestPodInfoLabelsHeldSeries(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	resp := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Name: "trainer", Namespace: "ml",
+		Containers: []*podresourcesv1.ContainerResources{{
+			Name:    "main",
+			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{src.inv.Entities[0].UUID}}},
+		}},
+	}}}
+	table := podresources.NewTable(resp, []string{"nvidia.com/gpu"}, podresources.IDTypeUID)
+	info := &fakePodInfo{info: map[string]podlabels.Info{
+		"ml/trainer": {UID: "uid-1", Labels: []podlabels.Label{{Name: "label_team", Value: "vision"}}},
+	}}
+	reg := prometheus.NewRegistry()
+	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), PodInfo: info}, src, staticAttribution{table},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text := string(c.Page().Text)
+	if !strings.Contains(text, `container="main",pod_uid="uid-1",label_team="vision"}`) {
+		t.Errorf("held series lack pod_uid and pod labels:\n%s", text)
+	}
+	if strings.Contains(text, `gpu="1",uuid="`+src.inv.Entities[1].UUID+`",device="nvidia1",model="NVIDIA H100 80GB HBM3",pod_uid`) {
+		t.Error("free GPU got pod information")
+	}
+	// A label change shows at the next collection once the version moves.
+	info.info["ml/trainer"] = podlabels.Info{UID: "uid-1", Labels: []podlabels.Label{{Name: "label_team", Value: "speech"}}}
+	info.version.Add(1)
+	if err := c.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if text := string(c.Page().Text); !strings.Contains(text, `label_team="speech"`) || strings.Contains(text, `label_team="vision"`) {
+		t.Errorf("pod label change not reflected:\n%s", text)
 	}
 }

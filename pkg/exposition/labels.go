@@ -38,6 +38,18 @@ func entityLabels(b []byte, e *source.Entity, h *Holder) []byte {
 		b = appendLabel(b, false, "namespace", h.Namespace)
 		b = appendLabel(b, false, "pod", h.Pod)
 		b = appendLabel(b, false, "container", h.Container)
+		b = appendPodInfo(b, h)
+	}
+	return b
+}
+
+// appendPodInfo appends the holder's pod_uid and pod labels, when known.
+func appendPodInfo(b []byte, h *Holder) []byte {
+	if h.PodUID != "" {
+		b = appendLabel(b, false, "pod_uid", h.PodUID)
+	}
+	for _, l := range h.Labels {
+		b = appendLabel(b, false, l.Name, l.Value)
 	}
 	return b
 }
@@ -109,6 +121,7 @@ func dcgmLabeler(o DCGMOptions) labeler {
 				b = appendLabel(b, false, namespace, h.Namespace)
 				b = appendLabel(b, false, pod, h.Pod)
 			}
+			b = appendPodInfo(b, h)
 		} else {
 			l.attr = len(b)
 		}

@@ -80,6 +80,16 @@ func Empty() *Page {
 // Holder is a container that holds an entity.
 type Holder struct {
 	Namespace, Pod, Container string
+	// PodUID and Labels come from the Kubernetes API when the pod informer
+	// is on: the UID as pod_uid, allowlisted pod labels already named
+	// label_<key>. Both are empty otherwise.
+	PodUID string
+	Labels []Label
+}
+
+// Label is one extra label of a holder.
+type Label struct {
+	Name, Value string
 }
 
 // Target is one labelled row of the page: an entity of the sample, and the
