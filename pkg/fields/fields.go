@@ -137,8 +137,8 @@ func (f *Field) DCGMUnit() string {
 		return "MHz"
 	case f.Scale == millijoul:
 		return "mJ"
-	case f.Scale == microsec:
-		return "µs"
+	case f.Scale == nanosec:
+		return "ns"
 	}
 	return f.Unit
 }

@@ -118,7 +118,7 @@ func TestScaledIsExactForDecimalScales(t *testing.T) {
 		{"gpu_utilization_ratio", 95, 0.95},
 		{"gpu_utilization_ratio", 7, 0.07},
 		{"gpu_energy_joules_total", 123456789, 123456.789},
-		{"gpu_power_violation_seconds_total", 1500000, 1.5},
+		{"gpu_power_violation_seconds_total", 1500000000, 1.5},
 		{"gpu_memory_used_bytes", 3, 3 << 20},
 		{"gpu_sm_clock_hertz", 1980, 1.98e9},
 	}

@@ -6,7 +6,7 @@ const (
 	mebibytes = 1 << 20 // MiB -> bytes
 	megahertz = 1e6     // MHz -> Hz
 	millijoul = 1e-3    // mJ -> J
-	microsec  = 1e-6    // µs -> s
+	nanosec   = 1e-9    // ns -> s
 	one       = 1.0     // already in base units
 )
 
@@ -88,10 +88,10 @@ func table() []Field {
 		// Errors and violations.
 		{ID: 230, DCGMName: "DCGM_FI_DEV_XID_ERRORS", Aliases: []string{"DCGM_FI_DEV_XID_ERROR"}, LegacyName: "dcgm_xid_errors", Name: "gpu_xid_last_error", Type: Gauge, DCGMType: Gauge, Scale: one,
 			Help: "Code of the last XID error the driver reported for the GPU (0: none since the driver was loaded).", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 240, DCGMName: "DCGM_FI_DEV_POWER_VIOLATION", LegacyName: "dcgm_power_violation", Name: "gpu_power_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: microsec, Unit: "seconds",
+		{ID: 240, DCGMName: "DCGM_FI_DEV_POWER_VIOLATION", LegacyName: "dcgm_power_violation", Name: "gpu_power_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
 			DCGMHelp: "Time the GPU spent throttled by its power limit, as DCGM's violation counter reports it.",
 			Help:     "Time the GPU spent throttled by its power limit, in seconds.", Levels: gpuOnly},
-		{ID: 241, DCGMName: "DCGM_FI_DEV_THERMAL_VIOLATION", LegacyName: "dcgm_thermal_violation", Name: "gpu_thermal_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: microsec, Unit: "seconds",
+		{ID: 241, DCGMName: "DCGM_FI_DEV_THERMAL_VIOLATION", LegacyName: "dcgm_thermal_violation", Name: "gpu_thermal_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
 			DCGMHelp: "Time the GPU spent throttled by thermal limits, as DCGM's violation counter reports it.",
 			Help:     "Time the GPU spent throttled by thermal limits, in seconds.", Levels: gpuOnly},
 
