@@ -145,13 +145,20 @@ type Collector struct {
 	joinKey attributionKey
 	targets []exposition.Target
 
-	xids    map[xidKey]uint64
+	xids    map[xidKey]xidState
 	windows windows
 }
 
 type readResult struct {
 	s   *source.Sample
 	err error
+}
+
+// xidState counts one XID code on one GPU and remembers when it was last
+// seen.
+type xidState struct {
+	count uint64
+	last  time.Time
 }
 
 type xidKey struct {
@@ -169,7 +176,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM}),
 		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
-		xids:     map[xidKey]uint64{},
+		xids:     map[xidKey]xidState{},
 		windows:  newWindows(),
 		up:       true, // so that a first failure is logged as a change
 	}
@@ -420,7 +427,17 @@ func (c *Collector) countXIDs(s *source.Sample) {
 		if ev.Entity < 0 || ev.Entity >= len(s.Inventory.Entities) {
 			continue
 		}
-		c.xids[xidKey{s.Inventory.Entities[ev.Entity].UUID, ev.XID}]++
+		k := xidKey{s.Inventory.Entities[ev.Entity].UUID, ev.XID}
+		st := c.xids[k]
+		st.count++
+		seen := ev.Time
+		if seen.IsZero() {
+			seen = s.Time
+		}
+		if seen.After(st.last) {
+			st.last = seen
+		}
+		c.xids[k] = st
 	}
 }
 
@@ -435,9 +452,9 @@ func (c *Collector) xidCounts(inv *source.Inventory) []exposition.XIDCount {
 		if e.Kind != source.GPU {
 			continue
 		}
-		for k, n := range c.xids {
+		for k, st := range c.xids {
 			if k.uuid == e.UUID {
-				out = append(out, exposition.XIDCount{Entity: i, XID: k.xid, Count: n})
+				out = append(out, exposition.XIDCount{Entity: i, XID: k.xid, Count: st.count, LastSeen: st.last})
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"compress/gzip"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -107,6 +108,8 @@ type XIDCount struct {
 	Entity int
 	XID    int64
 	Count  uint64
+	// LastSeen is when the code was last reported.
+	LastSeen time.Time
 }
 
 // Input is what one collection hands to the renderer.

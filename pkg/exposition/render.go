@@ -11,14 +11,16 @@ import (
 
 // Families the renderer adds besides the catalog fields.
 const (
-	infoName       = "gpu_info"
-	infoHelp       = "Static facts about a GPU; always 1."
-	migInfoName    = "gpu_mig_instance_info"
-	migInfoHelp    = "Static facts about a MIG GPU instance; always 1."
-	allocationName = "gpu_pod_allocation_info"
-	allocationHelp = "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1."
-	xidName        = "gpu_xid_errors_total"
-	xidHelp        = "XID errors reported by the driver since the exporter started, by XID code."
+	infoName        = "gpu_info"
+	infoHelp        = "Static facts about a GPU; always 1."
+	migInfoName     = "gpu_mig_instance_info"
+	migInfoHelp     = "Static facts about a MIG GPU instance; always 1."
+	allocationName  = "gpu_pod_allocation_info"
+	allocationHelp  = "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1."
+	xidName         = "gpu_xid_errors_total"
+	xidLastSeenName = "gpu_xid_last_seen_timestamp_seconds"
+	xidLastSeenHelp = "Unix time the driver last reported an XID error of this code for the GPU."
+	xidHelp         = "XID errors reported by the driver since the exporter started, by XID code."
 	// windowSizeLabel carries the window of dcgm-exporter's window counters.
 	windowSizeLabel = "window_size_in_ms"
 )
@@ -150,6 +152,8 @@ func (p *page) renderInfo(in Input) {
 		}
 		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
 		b = appendLabel(b, false, "uuid", e.UUID)
+		b = appendLabel(b, false, "device", e.Device)
+		b = appendLabel(b, false, "model", e.Model)
 		b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
 		b = appendLabel(b, false, "mig_profile", e.MIGProfile)
 		b = appendLabel(b, false, "mig_uuid", e.MIGUUID)
@@ -225,11 +229,18 @@ func (p *page) renderAllocations(in Input) {
 
 // renderXIDs writes gpu_xid_errors_total.
 func (p *page) renderXIDs(in Input) {
-	fam := family{name: xidName, help: xidHelp, typ: fields.Counter}
-	var b []byte
-	for _, x := range in.XIDs {
-		b = entityLabels(b[:0], &in.Sample.Inventory.Entities[x.Entity], nil)
-		p.line(&fam, b, "xid", strconv.FormatInt(x.XID, 10), float64(x.Count))
+	if len(in.XIDs) == 0 {
+		return
+	}
+	count := family{name: xidName, help: xidHelp, typ: fields.Counter}
+	last := family{name: xidLastSeenName, help: xidLastSeenHelp, typ: fields.Gauge}
+	labels := make([][]byte, len(in.XIDs))
+	for i, x := range in.XIDs {
+		labels[i] = entityLabels(nil, &in.Sample.Inventory.Entities[x.Entity], nil)
+		p.line(&count, labels[i], "xid", strconv.FormatInt(x.XID, 10), float64(x.Count))
+	}
+	for i, x := range in.XIDs {
+		p.line(&last, labels[i], "xid", strconv.FormatInt(x.XID, 10), float64(x.LastSeen.UnixNano())/1e9)
 	}
 }
 
