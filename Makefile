@@ -45,9 +45,9 @@ GOFILES_DIRS := cmd pkg tests etc rules dashboards
 fmt: ## Format the code.
 	gofmt -w $(GOFILES_DIRS)
 
-lint: vet ## gofmt check and go vet (golangci-lint when installed).
+lint: vet tools ## gofmt check, go vet and golangci-lint (pinned; gosec, errorlint, promlinter, sloglint).
 	@test -z "$$(gofmt -l $(GOFILES_DIRS))" || { echo "gofmt needed:"; gofmt -l $(GOFILES_DIRS); exit 1; }
-	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; else echo "golangci-lint not installed; skipped"; fi
+	$(TOOLS_BIN)/golangci-lint run ./...
 
 bench: ## Benchmarks with their baselines in the same run; fails when a target ratio is missed.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./pkg/...

@@ -342,7 +342,7 @@ func TestHostnameLabelValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := &app{o: o, fs: fs, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		a := &app{o: o, fs: fs, logger: slog.New(slog.DiscardHandler)}
 		if tc.attrib {
 			a.pods = new(podresources.Client) // only tested for nil
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -119,7 +118,7 @@ func newDemoRig(t *testing.T) *demoRig {
 	}
 	defer kubelet.Stop()
 	kubelet.SetPodsFunc(func() []fake.Pod { return fakePods(scn.PodsAt(src.Elapsed())) })
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	cfg := podresources.DefaultConfig()
 	cfg.Socket = kubelet.Path()
 	cfg.RefreshInterval = 10 * time.Millisecond

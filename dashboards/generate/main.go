@@ -31,7 +31,7 @@ func run(dir string) error {
 			return err
 		}
 		path := filepath.Join(dir, b.File)
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := os.WriteFile(path, data, 0o644); err != nil { //nolint:gosec // G306: committed, world-readable dashboard JSON
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}

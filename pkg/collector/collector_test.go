@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -106,7 +105,7 @@ func testFields(t *testing.T) []fields.Field {
 func newTestCollector(t *testing.T, src source.Source, attr Attribution, timeout time.Duration) (*Collector, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	c, err := New(Config{Interval: time.Hour, Timeout: timeout, Fields: testFields(t)}, src, attr, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	c, err := New(Config{Interval: time.Hour, Timeout: timeout, Fields: testFields(t)}, src, attr, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +299,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Interval: time.Second, Fields: testFields(t), MaxSeries: -1}, "max series"},
 	}
 	for _, tc := range cases {
-		_, err := New(tc.cfg, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+		_, err := New(tc.cfg, src, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) error = %v, want %q", tc.cfg, err, tc.want)
 		}
@@ -334,7 +333,7 @@ func TestPodInfoLabelsHeldSeries(t *testing.T) {
 	}}
 	reg := prometheus.NewRegistry()
 	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), PodInfo: info}, src, staticAttribution{table},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+		slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

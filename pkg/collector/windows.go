@@ -127,7 +127,7 @@ func (w *windows) clockEvents(vs []timedValue) map[string]uint64 {
 	out := map[string]uint64{}
 	for _, v := range vs {
 		for _, r := range w.reasons {
-			if uint64(v.v)&r.Bit != 0 {
+			if uint64(v.v)&r.Bit != 0 { //nolint:gosec // G115: a bitmask, read bit for bit
 				out[r.DCGMName]++
 			}
 		}

@@ -3,7 +3,6 @@ package collector
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -145,7 +144,7 @@ func TestDCGMNamingWatchSet(t *testing.T) {
 		XIDErrorsCount:   &WindowCounter{Name: fields.XIDErrorsCountName, Help: "x", Type: fields.Counter, Window: time.Minute},
 		ClockEventsCount: &WindowCounter{Name: fields.ClockEventsCountName, Help: "c", Type: fields.Counter, Window: time.Minute},
 		Naming:           exposition.NamingDCGM, DCGM: exposition.DCGMOptions{Hostname: "h"},
-	}, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	}, src, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +211,7 @@ func TestGPUFilter(t *testing.T) {
 	src := newFakeSource(3)
 	src.inv.Entities = append(src.inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 2, UUID: src.inv.Entities[2].UUID, GPUInstance: 1, MIGProfile: "7g.80gb"})
 	reg := prometheus.NewRegistry()
-	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), GPUs: []int{0, 2}}, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), GPUs: []int{0, 2}}, src, nil, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +235,7 @@ func TestGPUFilter(t *testing.T) {
 	if strings.Contains(text, `gpu="1"`) || strings.Contains(text, `xid="13"`) {
 		t.Errorf("GPU 1 exported although not selected:\n%s", text)
 	}
-	if _, err := New(Config{Interval: time.Hour, Fields: testFields(t), GPUs: []int{-1}}, src, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry()); err == nil {
+	if _, err := New(Config{Interval: time.Hour, Fields: testFields(t), GPUs: []int{-1}}, src, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err == nil {
 		t.Error("negative GPU index accepted")
 	}
 }

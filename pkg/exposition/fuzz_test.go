@@ -20,7 +20,7 @@ func FuzzLabelValuesRoundTrip(f *testing.F) {
 	f.Add("NVIDIA H100", "ml", "trainer-0", "main", 0.5)
 	f.Add(`q"uo\te`, "new\nline", `\n`, "ünï ✓", math.Inf(1))
 	f.Add("", "", "", "", math.NaN())
-	f.Add(`\`, `\\`, `"`, "\x00", -0.0)
+	f.Add(`\`, `\\`, `"`, "\x00", math.Copysign(0, -1))
 	set := []fields.Field{fields.MustNew().Defaults()[0]}
 	r := NewRenderer(Options{}) // fuzz calls are sequential within a worker
 	f.Fuzz(func(t *testing.T, model_, ns, pod, container string, v float64) {

@@ -3,6 +3,7 @@ package exposition
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"math"
 	"strings"
@@ -76,7 +77,7 @@ func parseOpenMetrics(t testing.TB, b []byte) map[string]*dto.MetricFamily {
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {

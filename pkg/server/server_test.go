@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -52,14 +53,14 @@ func newTestServer(t *testing.T, cfg Config) (*Server, *fakePages) {
 	pages := &fakePages{}
 	pages.page.Store(exposition.Empty())
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpu_exporter_test_gauge", Help: "test"}))
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpu_exporter_test_value", Help: "test"}))
 	if cfg.TelemetryPath == "" {
 		cfg.TelemetryPath = "/metrics"
 	}
 	if len(cfg.ListenAddresses) == 0 {
 		cfg.ListenAddresses = []string{"127.0.0.1:0"}
 	}
-	s, err := New(cfg, pages, reg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := New(cfg, pages, reg, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestMetricsText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("response does not parse (duplicate family?): %v", err)
 	}
-	for _, want := range []string{"gpu_utilization_ratio", "gpu_exporter_test_gauge", "gpu_exporter_scrapes_total"} {
+	for _, want := range []string{"gpu_utilization_ratio", "gpu_exporter_test_value", "gpu_exporter_scrapes_total"} {
 		if fams[want] == nil {
 			t.Errorf("family %s missing", want)
 		}
@@ -147,7 +148,7 @@ func TestMetricsOpenMetrics(t *testing.T) {
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -158,7 +159,7 @@ func TestMetricsOpenMetrics(t *testing.T) {
 		}
 		seen[mf.GetName()] = true
 	}
-	if !seen["gpu_energy_joules_total"] || !seen["gpu_exporter_test_gauge"] {
+	if !seen["gpu_energy_joules_total"] || !seen["gpu_exporter_test_value"] {
 		t.Errorf("families missing: %v", seen)
 	}
 }
@@ -180,7 +181,7 @@ func TestMetricsGzipDecodesToPlain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(plain, page.Text) || !bytes.Contains(plain, []byte("gpu_exporter_test_gauge 0")) {
+	if !bytes.HasPrefix(plain, page.Text) || !bytes.Contains(plain, []byte("gpu_exporter_test_value 0")) {
 		t.Errorf("gzip body decodes to something else:\n%s", plain)
 	}
 	if r := get(t, s.Handler(), "/metrics", map[string]string{"Accept-Encoding": "gzip;q=0"}); r.Header.Get("Content-Encoding") != "" {
@@ -205,7 +206,7 @@ func TestListenAddressInUse(t *testing.T) {
 func TestBadConfig(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	if _, err := New(Config{TelemetryPath: "metrics", ListenAddresses: []string{":0"}}, &fakePages{}, reg, reg, logger); err == nil || !strings.Contains(err.Error(), "--web.telemetry-path") {
 		t.Errorf("bad path error = %v", err)
 	}
@@ -239,7 +240,7 @@ func TestBasicAuthAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = s.Serve() }()
-	defer s.Shutdown(t.Context())
+	defer func() { _ = s.Shutdown(t.Context()) }()
 	addr := s.Addrs()[0].String()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test cert
 

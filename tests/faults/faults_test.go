@@ -78,7 +78,7 @@ func newRig(t *testing.T, timeout, writeTimeout time.Duration) *rig {
 	r.clock.set(r.t0)
 	r.simSrc = sim.New(scn, sim.WithClock(r.clock.now), sim.WithStart(r.t0))
 	r.src = &hangable{Source: r.simSrc}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	reg := prometheus.NewRegistry()
 
 	r.kubelet, err = fake.Start(filepath.Join(t.TempDir(), "kubelet.sock"))

@@ -7,7 +7,6 @@ package soak
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -84,7 +83,7 @@ func TestPodChurnKeepsHeapFlat(t *testing.T) {
 	attr := &churningAttribution{}
 	attr.t.Store(tableFor(inv, 0))
 	coll, err := collector.New(collector.Config{Interval: time.Hour, Fields: fields.MustNew().Defaults()},
-		src, attr, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+		src, attr, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "gpus: []\ngpus: []\n", `2: duplicate key "gpus"`},
 		{"gpus not a list", "gpus: {}\n", `1: gpus: want a list, got a mapping`},
 		{"missing model", "gpus:\n  - memory_mib: 1\n", `2: gpus[0]: missing key "model"`},
-		{"unknown gpu key", oneGPU + "    modle: x\n", `5: gpus[0]: unknown key "modle"`},
+		{"unknown gpu key", oneGPU + "    modle: x\n", `5: gpus[0]: unknown key "modle"`}, //nolint:misspell // the misspelt key is the input under test
 		{"memory not a number", oneGPU[:len(oneGPU)-6] + "lots\n", `4: gpus[0].memory_mib: want an integer, got "lots"`},
 		{"negative count", oneGPU + "    count: -1\n", `5: gpus[0].count: -1 is out of range [1, 1024]`},
 		{"zero count", oneGPU + "    count: 0\n", `5: gpus[0].count: 0 is out of range`},
