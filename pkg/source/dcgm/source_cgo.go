@@ -190,7 +190,7 @@ func (s *Source) Close() error {
 		_, _ = call(context.Background(), s.w, "Shutdown", s.shutdownJob)
 	}
 	s.mu.Unlock()
-	if !s.w.close(s.cfg.CallTimeout) {
+	if !s.w.Close(s.cfg.CallTimeout) {
 		return errors.New("dcgm: a DCGM call is still blocked; go-dcgm is released when it returns")
 	}
 	return nil

@@ -91,7 +91,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		logged:  map[string]bool{},
 		plan:    makePlan(nil),
 	}
-	s.w = startWorker(cfg.CallTimeout, s.release)
+	s.w = newWorker(cfg.CallTimeout, s.release)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.ensure(context.Background()) // a failure is logged and retried later
@@ -245,7 +245,7 @@ func (s *Source) Close() error {
 		_, _ = call(context.Background(), s.w, "Shutdown", func() (struct{}, error) { return s.shutdownJob(sets) })
 	}
 	s.mu.Unlock()
-	if !s.w.close(s.cfg.CallTimeout) {
+	if !s.w.Close(s.cfg.CallTimeout) {
 		return errors.New("nvml: an NVML call is still blocked; NVML is shut down when it returns")
 	}
 	return nil

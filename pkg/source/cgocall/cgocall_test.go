@@ -1,4 +1,4 @@
-package dcgm
+package cgocall
 
 import (
 	"context"
@@ -12,40 +12,47 @@ import (
 
 func TestWorkerRunsCalls(t *testing.T) {
 	t.Parallel()
-	w := newWorker(time.Second, nil)
-	defer w.close(time.Second)
-	got, err := call(context.Background(), w, "Add", func() (int, error) { return 1 + 2, nil })
+	w := NewWorker("dcgm", time.Second, nil)
+	defer w.Close(time.Second)
+	got, err := Call(context.Background(), w, "Add", func() (int, error) { return 1 + 2, nil })
 	if err != nil || got != 3 {
 		t.Fatalf("call = %d, %v; want 3, nil", got, err)
 	}
-	_, err = call(context.Background(), w, "Fail", func() (int, error) { return 0, errors.New("boom") })
+	_, err = Call(context.Background(), w, "Fail", func() (int, error) { return 0, errors.New("boom") })
 	if err == nil || err.Error() != "dcgm Fail: boom" || errors.Is(err, source.ErrUnavailable) {
 		t.Errorf("error = %v, want a wrapped, available error", err)
+	}
+	_, err = Call(context.Background(), w, "Panic", func() (int, error) { panic("mock without a function") })
+	if err == nil || err.Error() != "dcgm Panic: panic: mock without a function" {
+		t.Errorf("error = %v, want the panic as an error", err)
+	}
+	if got, err := Call(context.Background(), w, "After", func() (int, error) { return 4, nil }); err != nil || got != 4 {
+		t.Errorf("call after a panic = %d, %v", got, err)
 	}
 }
 
 func TestWorkerBlockedCall(t *testing.T) {
 	t.Parallel()
 	const timeout = 50 * time.Millisecond
-	w := newWorker(timeout, nil)
+	w := NewWorker("dcgm", timeout, nil)
 	release := make(chan struct{})
 	exited := make(chan struct{})
 
 	start := time.Now()
-	err := w.do(context.Background(), "Hang", func() { <-release })
+	err := w.Do(context.Background(), "Hang", func() { <-release })
 	if elapsed := time.Since(start); elapsed > timeout+time.Second {
 		t.Errorf("blocked call returned after %s, want about %s", elapsed, timeout)
 	}
-	var ce *callError
-	if !errors.As(err, &ce) || ce.busy || !errors.Is(err, source.ErrUnavailable) {
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Busy || !errors.Is(err, source.ErrUnavailable) {
 		t.Fatalf("error = %v, want a timeout wrapping ErrUnavailable", err)
 	}
 
 	before := runtime.NumGoroutine()
 	for range 100 {
 		start := time.Now()
-		err := w.do(context.Background(), "Next", func() { t.Error("ran while blocked") })
-		if !errors.As(err, &ce) || !ce.busy {
+		err := w.Do(context.Background(), "Next", func() { t.Error("ran while blocked") })
+		if !errors.As(err, &ce) || !ce.Busy {
 			t.Fatalf("error = %v, want fail-fast busy error", err)
 		}
 		if elapsed := time.Since(start); elapsed > timeout/2 {
@@ -59,7 +66,7 @@ func TestWorkerBlockedCall(t *testing.T) {
 	close(release)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if err := w.do(context.Background(), "After", func() {}); err == nil {
+		if err := w.Do(context.Background(), "After", func() {}); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -67,19 +74,19 @@ func TestWorkerBlockedCall(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	go func() { w.close(time.Second); close(exited) }()
+	go func() { w.Close(time.Second); close(exited) }()
 	<-exited
 }
 
 func TestWorkerContext(t *testing.T) {
 	t.Parallel()
-	w := newWorker(time.Minute, nil)
-	defer w.close(time.Second)
+	w := NewWorker("dcgm", time.Minute, nil)
+	defer w.Close(time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	release := make(chan struct{})
 	defer close(release)
 	go func() { cancel() }()
-	err := w.do(ctx, "Hang", func() { <-release })
+	err := w.Do(ctx, "Hang", func() { <-release })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)
 	}
@@ -88,12 +95,12 @@ func TestWorkerContext(t *testing.T) {
 func TestWorkerCloseRunsOnExit(t *testing.T) {
 	t.Parallel()
 	exited := make(chan struct{})
-	w := newWorker(time.Second, func() { close(exited) })
-	if !w.close(time.Second) {
+	w := NewWorker("dcgm", time.Second, func() { close(exited) })
+	if !w.Close(time.Second) {
 		t.Fatal("worker did not stop")
 	}
 	<-exited
-	if err := w.do(context.Background(), "Late", func() {}); !errors.Is(err, errClosed) {
-		t.Errorf("call after close = %v, want errClosed", err)
+	if err := w.Do(context.Background(), "Late", func() {}); !errors.Is(err, ErrClosed) {
+		t.Errorf("call after close = %v, want ErrClosed", err)
 	}
 }
