@@ -145,8 +145,10 @@ type Collector struct {
 	joinKey attributionKey
 	targets []exposition.Target
 
-	xids    map[xidKey]xidState
-	windows windows
+	xids map[xidKey]xidState
+
+	healthFailed bool // the last health check failed (logged once)
+	windows      windows
 }
 
 type readResult struct {
@@ -298,6 +300,7 @@ func (c *Collector) collect(ctx context.Context) error {
 	} else {
 		c.countXIDs(s)
 		in.XIDs = c.xidCounts(s.Inventory)
+		in.Lost, in.Health = c.health(ctx)
 	}
 	p := c.renderer.Render(in)
 	c.page.Store(p)
@@ -465,4 +468,34 @@ func (c *Collector) xidCounts(inv *source.Inventory) []exposition.XIDCount {
 		return out[a].XID < out[b].XID
 	})
 	return out
+}
+
+// health asks the source, when it can tell, which GPUs it lost and which
+// health watches fail. A failed health check is counted and leaves the
+// incidents out; it never fails the collection.
+func (c *Collector) health(ctx context.Context) ([]source.LostGPU, []source.HealthIncident) {
+	var lost []source.LostGPU
+	if lr, ok := c.src.(source.LostReporter); ok {
+		lost = lr.LostGPUs()
+	}
+	hr, ok := c.src.(source.HealthReporter)
+	if !ok {
+		return lost, nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	inc, err := hr.HealthIncidents(hctx)
+	if err != nil {
+		c.m.errors.WithLabelValues("health").Inc()
+		if !c.healthFailed {
+			c.logger.Warn("GPU health check failed; health status is not exported until it works", "source", c.src.Name(), "err", err)
+		}
+		c.healthFailed = true
+		return lost, nil
+	}
+	if c.healthFailed {
+		c.logger.Info("GPU health check works again", "source", c.src.Name())
+	}
+	c.healthFailed = false
+	return lost, inc
 }

@@ -358,3 +358,52 @@ func TestPodInfoLabelsHeldSeries(t *testing.T) {
 		t.Errorf("pod label change not reflected:\n%s", text)
 	}
 }
+
+// healthySource adds lost GPUs and health incidents to the fake source.
+type healthySource struct {
+	*fakeSource
+	lost []source.LostGPU
+	inc  []source.HealthIncident
+	err  error
+}
+
+func (h *healthySource) LostGPUs() []source.LostGPU { return h.lost }
+func (h *healthySource) HealthIncidents(context.Context) ([]source.HealthIncident, error) {
+	return h.inc, h.err
+}
+
+func TestLostGPUsAndHealthIncidents(t *testing.T) {
+	t.Parallel()
+	src := &healthySource{fakeSource: newFakeSource(2),
+		lost: []source.LostGPU{{GPU: 2, UUID: "GPU-lost", Since: time.Unix(1700000000, 0)}},
+		inc: []source.HealthIncident{
+			{GPU: 0, UUID: "GPU-a", Subsystem: "memory", Status: source.HealthFail},
+			{GPU: 1, UUID: "GPU-b", Subsystem: "thermal", Status: source.HealthWarn},
+			{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthPass},
+		},
+	}
+	c, _ := newTestCollector(t, src, nil, time.Second)
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	text := string(c.Page().Text)
+	for _, want := range []string{
+		`gpu_lost_since_timestamp_seconds{gpu="2",uuid="GPU-lost"} 1.7e+09`,
+		`gpu_health_status{gpu="0",uuid="GPU-a",subsystem="memory"} 2`,
+		`gpu_health_status{gpu="1",uuid="GPU-b",subsystem="thermal"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %s:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, `subsystem="pcie"`) {
+		t.Error("a passing subsystem is exported")
+	}
+	src.err = errors.New("no health watches")
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatalf("a failed health check failed the collection: %v", err)
+	}
+	if strings.Contains(string(c.Page().Text), "gpu_health_status") || testutil.ToFloat64(c.m.errors.WithLabelValues("health")) != 1 {
+		t.Error("failed health check: want no health series and errors_total{stage=health} 1")
+	}
+}

@@ -32,7 +32,7 @@ func newMetrics(sourceName string) *metrics {
 			Name: "gpu_exporter_collections_total", Help: "Collections attempted.",
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gpu_exporter_collection_errors_total", Help: "Failed collections, by the stage that failed (watch, read, timeout).",
+			Name: "gpu_exporter_collection_errors_total", Help: "Failed collections, by the stage that failed (watch, read, timeout), and failed health checks (health).",
 		}, []string{"stage"}),
 		series: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_series", Help: "GPU series on the current page.",
@@ -47,7 +47,7 @@ func newMetrics(sourceName string) *metrics {
 			Name: "gpu_exporter_podresources_unmatched_devices", Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees.",
 		}),
 	}
-	for _, stage := range []string{"watch", "read", "timeout"} {
+	for _, stage := range []string{"watch", "read", "timeout", "health"} {
 		m.errors.WithLabelValues(stage)
 	}
 	return m

@@ -127,6 +127,10 @@ type Input struct {
 	// XIDs are per-GPU, per-code XID counters, sorted by entity then code
 	// (Prometheus naming).
 	XIDs []XIDCount
+	// Lost are GPUs that left the inventory; Health the incidents of the
+	// source's health watches (Prometheus naming).
+	Lost   []source.LostGPU
+	Health []source.HealthIncident
 	// Extra is the number of trailing sample columns watched only to feed
 	// window counters; they are never exported as series. Columns of Kind
 	// fields.Label are not exported as series either: in dcgm naming they
@@ -249,6 +253,7 @@ func (r *Renderer) renderPlain(in Input) *page {
 		}
 		p.renderAllocations(in)
 		p.renderXIDs(in)
+		p.renderHealth(in)
 	}
 	r.lastText, r.lastOM = len(p.text), len(p.om)
 	r.extra, r.value = p.extra, p.value

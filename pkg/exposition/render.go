@@ -18,6 +18,10 @@ const (
 	allocationName  = "gpu_pod_allocation_info"
 	allocationHelp  = "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1."
 	xidName         = "gpu_xid_errors_total"
+	lostName        = "gpu_lost_since_timestamp_seconds"
+	lostHelp        = "A GPU that was in the inventory and is gone (fell off the bus, marked lost or inaccessible): Unix time it left. Absent while every GPU is present."
+	healthName      = "gpu_health_status"
+	healthHelp      = "A failing health watch of the GPU's source, by subsystem: 1 warning, 2 failure. Absent while the subsystem passes."
 	xidLastSeenName = "gpu_xid_last_seen_timestamp_seconds"
 	xidLastSeenHelp = "Unix time the driver last reported an XID error of this code for the GPU."
 	xidHelp         = "XID errors reported by the driver since the exporter started, by XID code."
@@ -270,5 +274,26 @@ func (p *page) renderWindow(in Input, w *WindowFamily) {
 			p.value = strconv.AppendUint(p.value[:0], c.Count, 10)
 			p.series(&fam, l.b, l.window, p.extra, p.value)
 		}
+	}
+}
+
+// renderHealth writes gpu_lost for GPUs that left the inventory and
+// gpu_health_status for each incident of the source's health watches.
+func (p *page) renderHealth(in Input) {
+	lost := family{name: lostName, help: lostHelp, typ: fields.Gauge}
+	var b []byte
+	for _, g := range in.Lost {
+		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(g.GPU))
+		b = appendLabel(b, false, "uuid", g.UUID)
+		p.line(&lost, b, "", "", float64(g.Since.UnixNano())/1e9)
+	}
+	health := family{name: healthName, help: healthHelp, typ: fields.Gauge}
+	for _, h := range in.Health {
+		if h.Status == source.HealthPass {
+			continue
+		}
+		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(h.GPU))
+		b = appendLabel(b, false, "uuid", h.UUID)
+		p.line(&health, b, "subsystem", h.Subsystem, float64(h.Status))
 	}
 }

@@ -1,6 +1,10 @@
 package dcgm
 
-import "time"
+import (
+	"context"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
 
 // HealthStatus is a DCGM health-watch result.
 type HealthStatus int
@@ -51,11 +55,7 @@ type HealthReport struct {
 
 // LostGPU is a GPU that was in the inventory and no longer is: it fell off
 // the bus, DCGM marked it lost or inaccessible, or the driver detached it.
-type LostGPU struct {
-	GPU   int
-	UUID  string
-	Since time.Time
-}
+type LostGPU = source.LostGPU
 
 // subsystemName names a DCGM health system bit (dcgm_structs.h
 // DCGM_HEALTH_WATCH_*).
@@ -92,4 +92,33 @@ func subsystemName(system uint) string {
 	default:
 		return "other"
 	}
+}
+
+// incidents converts a DCGM health report to the source's incidents.
+func incidents(r *HealthReport) []source.HealthIncident {
+	if r == nil {
+		return nil
+	}
+	out := make([]source.HealthIncident, 0, len(r.Incidents))
+	for _, in := range r.Incidents {
+		st := source.HealthPass
+		switch in.Status {
+		case HealthWarn:
+			st = source.HealthWarn
+		case HealthFail:
+			st = source.HealthFail
+		}
+		out = append(out, source.HealthIncident{GPU: in.GPU, UUID: in.UUID, Subsystem: in.Subsystem, Status: st, Code: in.Code, Message: in.Message})
+	}
+	return out
+}
+
+// HealthIncidents runs a health check and returns its incidents
+// (source.HealthReporter).
+func (s *Source) HealthIncidents(ctx context.Context) ([]source.HealthIncident, error) {
+	r, err := s.Health(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return incidents(r), nil
 }

@@ -42,6 +42,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -109,11 +111,7 @@ func (c Config) withDefaults() (Config, error) {
 
 // LostGPU is a GPU that was in the inventory and no longer is: a call
 // returned ERROR_GPU_IS_LOST, or it is no longer listed.
-type LostGPU struct {
-	GPU   int
-	UUID  string
-	Since time.Time
-}
+type LostGPU = source.LostGPU
 
 // Process is a compute process using a GPU, as NVML lists it.
 type Process struct {
