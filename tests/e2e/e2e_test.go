@@ -21,6 +21,7 @@ var testNodes = []node{
 	{name: "gpu-node-mig", scenario: "mig"},        // MIG instances, one held and idle
 	{name: "gpu-node-ts", scenario: "timeslicing"}, // GPUs shared by several pods
 	{name: "gpu-node-faults", scenario: "faults"},  // XID 48 and a double-bit ECC error at 1m
+	autoscalingNode, // constant values for the autoscaling queries
 }
 
 // TestEndToEnd runs the whole chain once and checks it from the user's
@@ -34,6 +35,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("recording rules", func(t *testing.T) { testRecordingRules(t, s) })
 	t.Run("alerts reach alertmanager", func(t *testing.T) { testAlerts(t, s) })
 	t.Run("dashboard queries", func(t *testing.T) { testDashboards(t, s) })
+	t.Run("autoscaling queries", func(t *testing.T) { testAutoscaling(t, s) })
+	t.Run("remote write", func(t *testing.T) { testRemoteWrite(t, s) })
 	t.Logf("end-to-end run took %s", time.Since(s.started).Round(time.Second))
 }
 

@@ -45,6 +45,7 @@ type stack struct {
 	started    time.Time
 	procs      []*process
 	ksmAddress string
+	receiver   string // base URL of the Prometheus that receives remote write
 }
 
 // process is a child process whose output is kept for failure reports.
@@ -231,8 +232,9 @@ func startStack(t *testing.T, nodes []node) *stack {
 	waitHTTP(t, amProc, s.am+"/-/ready", 30*time.Second)
 
 	writeRules(t, dir)
+	remoteWrite := startReceiver(t, s, dir, promBin)
 	promAddr := freeAddr(t)
-	writeFile(t, filepath.Join(dir, "prometheus.yml"), []byte(prometheusConfig(s.nodes, s.ksmAddress, amAddr)))
+	writeFile(t, filepath.Join(dir, "prometheus.yml"), []byte(prometheusConfig(s.nodes, s.ksmAddress, amAddr)+remoteWrite))
 	promProc := startProcess(t, s, "prometheus", dir, promBin,
 		"--config.file=prometheus.yml",
 		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"),
