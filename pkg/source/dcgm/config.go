@@ -38,6 +38,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // Modes of Config.Mode.
@@ -51,9 +53,9 @@ const (
 // Defaults applied by New to zero Config fields.
 const (
 	DefaultInterval    = 15 * time.Second
-	DefaultCallTimeout = 10 * time.Second
-	DefaultBackoffMin  = time.Second
-	DefaultBackoffMax  = 30 * time.Second
+	DefaultCallTimeout = cgocall.DefaultCallTimeout
+	DefaultBackoffMin  = cgocall.DefaultBackoffMin
+	DefaultBackoffMax  = cgocall.DefaultBackoffMax
 	// minKeepAge is the least keep-age the default picks: DCGM needs some
 	// history for XID events between two reads even at short intervals.
 	minKeepAge = 30 * time.Second
@@ -101,12 +103,16 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("dcgm: unknown mode %q (want %q or %q)", c.Mode, ModeEmbedded, ModeRemote)
 	}
-	for name, d := range map[string]time.Duration{"interval": c.Interval, "keep age": c.KeepAge,
-		"call timeout": c.CallTimeout, "minimum backoff": c.BackoffMin, "maximum backoff": c.BackoffMax} {
+	for name, d := range map[string]time.Duration{"interval": c.Interval, "keep age": c.KeepAge} {
 		if d < 0 {
 			return c, fmt.Errorf("dcgm: negative %s %s", name, d)
 		}
 	}
+	r, err := cgocall.Retry{CallTimeout: c.CallTimeout, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax}.WithDefaults("dcgm")
+	if err != nil {
+		return c, err
+	}
+	c.CallTimeout, c.BackoffMin, c.BackoffMax = r.CallTimeout, r.BackoffMin, r.BackoffMax
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
@@ -119,30 +125,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.KeepAge < c.Interval {
 		return c, fmt.Errorf("dcgm: keep age %s is shorter than the interval %s", c.KeepAge, c.Interval)
 	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
-	if c.BackoffMin == 0 {
-		c.BackoffMin = DefaultBackoffMin
-	}
-	if c.BackoffMax == 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
-	if c.BackoffMax < c.BackoffMin {
-		return c, fmt.Errorf("dcgm: maximum backoff %s is below the minimum %s", c.BackoffMax, c.BackoffMin)
-	}
-	seen := map[int]bool{}
-	for _, id := range c.GPUs {
-		if id < 0 {
-			return c, fmt.Errorf("dcgm: negative GPU id %d", id)
-		}
-		if seen[id] {
-			return c, fmt.Errorf("dcgm: GPU id %d selected twice", id)
-		}
-		seen[id] = true
-	}
-	c.GPUs = append([]int(nil), c.GPUs...)
-	return c, nil
+	c.GPUs, err = cgocall.Selection("dcgm", "GPU id", c.GPUs)
+	return c, err
 }
 
 // remoteAddress splits a RemoteAddress into the address go-dcgm passes to

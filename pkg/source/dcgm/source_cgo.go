@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // inUse is set while a Source holds go-dcgm. go-dcgm keeps its one
@@ -34,12 +35,9 @@ type Source struct {
 	// inited says go-dcgm is initialised; only jobs on the worker change it.
 	inited atomic.Bool
 
-	mu        sync.Mutex
-	closed    bool
-	connected bool
-	retryAt   time.Time
-	backoff   backoff
-	lastErr   error // why the source is not connected; nil while connected
+	mu     sync.Mutex
+	closed bool
+	link   cgocall.Link // up, or down until the backoff passes
 
 	set      []fields.Field
 	inv      *inventory
@@ -72,12 +70,12 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		return nil, errors.New("dcgm: another DCGM source is open in this process (go-dcgm holds one connection per process)")
 	}
 	s := &Source{
-		cfg:     cfg,
-		log:     logger.With("source", "dcgm"),
-		now:     time.Now,
-		backoff: newBackoff(cfg.BackoffMin, cfg.BackoffMax),
-		lost:    map[string]LostGPU{},
-		logged:  map[string]bool{},
+		cfg:    cfg,
+		log:    logger.With("source", "dcgm"),
+		now:    time.Now,
+		link:   cgocall.NewLink("dcgm", cgocall.Retry{CallTimeout: cfg.CallTimeout, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax}),
+		lost:   map[string]LostGPU{},
+		logged: map[string]bool{},
 	}
 	s.w = newWorker(cfg.CallTimeout, s.release)
 	s.mu.Lock()
@@ -111,12 +109,12 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 	if s.closed {
 		return errClosed
 	}
-	same := s.connected && slices.EqualFunc(set, s.set, func(a, b fields.Field) bool { return a.ID == b.ID })
+	same := s.link.Up() && slices.EqualFunc(set, s.set, func(a, b fields.Field) bool { return a.ID == b.ID })
 	s.set = slices.Clone(set)
 	switch {
 	case same:
 		// The same field ids in the same order: the watches stand.
-	case !s.connected:
+	case !s.link.Up():
 		if err := s.ensure(ctx); err != nil {
 			return err
 		}
@@ -185,7 +183,7 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.connected = false
+	s.link.Down()
 	if s.inited.Load() {
 		_, _ = call(context.Background(), s.w, "Shutdown", s.shutdownJob)
 	}
@@ -216,26 +214,21 @@ func (s *Source) ensure(ctx context.Context) error {
 	if s.closed {
 		return errClosed
 	}
-	if s.connected {
+	if s.link.Up() {
 		return nil
 	}
-	if now := s.now(); now.Before(s.retryAt) && s.lastErr != nil {
-		return fmt.Errorf("%w: dcgm reconnect in %s: %w", source.ErrUnavailable, s.retryAt.Sub(now).Round(time.Millisecond), s.lastErr)
+	if err := s.link.Wait(s.now()); err != nil {
+		return err
 	}
-	if err := s.connect(ctx); err != nil {
-		delay := s.backoff.next()
-		s.retryAt = s.now().Add(delay)
-		if s.lastErr == nil {
+	err := s.connect(ctx)
+	if delay, first := s.link.Attempted(s.now(), err); err != nil {
+		if first {
 			s.log.Warn("dcgm unavailable", "mode", s.cfg.Mode, "err", err, "retry_in", delay)
 		} else {
 			s.log.Debug("dcgm reconnect failed", "err", err, "retry_in", delay)
 		}
-		s.lastErr = err
-		return unavailable(err)
+		return cgocall.Unavailable(err)
 	}
-	s.connected = true
-	s.lastErr = nil
-	s.backoff.reset()
 	s.log.Info("dcgm connected", "mode", s.cfg.Mode, "address", s.cfg.RemoteAddress,
 		"gpus", s.inv.inv.GPUs(), "entities", len(s.inv.inv.Entities))
 	return nil
@@ -287,21 +280,10 @@ func (s *Source) failed(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if s.connected {
-		s.connected = false
-		delay := s.backoff.next()
-		s.retryAt = s.now().Add(delay)
-		s.lastErr = err
+	if delay, wasUp := s.link.Lost(s.now(), err); wasUp {
 		s.log.Warn("dcgm connection lost", "err", err, "retry_in", delay)
 	}
-	return unavailable(err)
-}
-
-func unavailable(err error) error {
-	if errors.Is(err, source.ErrUnavailable) || errors.Is(err, errClosed) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+	return cgocall.Unavailable(err)
 }
 
 // connectionLost reports whether a failed DCGM call means the connection is

@@ -40,17 +40,18 @@ package nvml
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultCallTimeout = 10 * time.Second
-	DefaultBackoffMin  = time.Second
-	DefaultBackoffMax  = 30 * time.Second
+	DefaultCallTimeout = cgocall.DefaultCallTimeout
+	DefaultBackoffMin  = cgocall.DefaultBackoffMin
+	DefaultBackoffMax  = cgocall.DefaultBackoffMax
 )
 
 // ErrLibraryNotFound reports that NVML cannot be loaded on this host.
@@ -77,36 +78,13 @@ type Config struct {
 
 // withDefaults validates c and fills its zero fields.
 func (c Config) withDefaults() (Config, error) {
-	for name, d := range map[string]time.Duration{"call timeout": c.CallTimeout,
-		"minimum backoff": c.BackoffMin, "maximum backoff": c.BackoffMax} {
-		if d < 0 {
-			return c, fmt.Errorf("nvml: negative %s %s", name, d)
-		}
+	r, err := cgocall.Retry{CallTimeout: c.CallTimeout, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax}.WithDefaults("nvml")
+	if err != nil {
+		return c, err
 	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
-	if c.BackoffMin == 0 {
-		c.BackoffMin = DefaultBackoffMin
-	}
-	if c.BackoffMax == 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
-	if c.BackoffMax < c.BackoffMin {
-		return c, fmt.Errorf("nvml: maximum backoff %s is below the minimum %s", c.BackoffMax, c.BackoffMin)
-	}
-	seen := map[int]bool{}
-	for _, i := range c.GPUs {
-		if i < 0 {
-			return c, fmt.Errorf("nvml: negative GPU index %d", i)
-		}
-		if seen[i] {
-			return c, fmt.Errorf("nvml: GPU index %d selected twice", i)
-		}
-		seen[i] = true
-	}
-	c.GPUs = append([]int(nil), c.GPUs...)
-	return c, nil
+	c.CallTimeout, c.BackoffMin, c.BackoffMax = r.CallTimeout, r.BackoffMin, r.BackoffMax
+	c.GPUs, err = cgocall.Selection("nvml", "GPU index", c.GPUs)
+	return c, err
 }
 
 // LostGPU is a GPU that was in the inventory and no longer is: a call
@@ -127,19 +105,3 @@ type Process struct {
 	UsedBytes uint64
 	UsedKnown bool
 }
-
-// backoff is a capped exponential delay between attempts to initialise NVML.
-type backoff struct {
-	lo, hi, cur time.Duration
-}
-
-// next returns the delay before the next attempt and doubles it, up to hi.
-func (b *backoff) next() time.Duration {
-	b.cur = max(b.cur, b.lo)
-	d := b.cur
-	b.cur = min(2*b.cur, b.hi)
-	return d
-}
-
-// reset starts over at lo after a success.
-func (b *backoff) reset() { b.cur = 0 }

@@ -49,25 +49,6 @@ func TestConfigCopiesSelection(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	b := backoff{lo: time.Second, hi: 5 * time.Second}
-	var got []time.Duration
-	for range 5 {
-		got = append(got, b.next())
-	}
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("delays = %v, want %v", got, want)
-		}
-	}
-	b.reset()
-	if d := b.next(); d != time.Second {
-		t.Errorf("after reset = %s, want 1s", d)
-	}
-}
-
 func TestMIGProfile(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // Source reads GPU fields from NVML. Its methods may be called from several
@@ -30,12 +31,9 @@ type Source struct {
 	// inited says NVML is initialised; only jobs on the worker change it.
 	inited atomic.Bool
 
-	mu        sync.Mutex
-	closed    bool
-	connected bool
-	retryAt   time.Time
-	backoff   backoff
-	lastErr   error // why the source is not connected; nil while connected
+	mu     sync.Mutex
+	closed bool
+	link   cgocall.Link // up, or down until the backoff passes
 
 	has    features
 	driver string
@@ -80,16 +78,16 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		lib = nvml.New()
 	}
 	s := &Source{
-		cfg:     cfg,
-		lib:     lib,
-		log:     logger.With("source", "nvml"),
-		now:     time.Now,
-		backoff: backoff{lo: cfg.BackoffMin, hi: cfg.BackoffMax},
-		xid:     map[string]*xidState{},
-		dead:    map[string]bool{},
-		lost:    map[string]LostGPU{},
-		logged:  map[string]bool{},
-		plan:    makePlan(nil),
+		cfg:    cfg,
+		lib:    lib,
+		log:    logger.With("source", "nvml"),
+		now:    time.Now,
+		link:   cgocall.NewLink("nvml", cgocall.Retry{CallTimeout: cfg.CallTimeout, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax}),
+		xid:    map[string]*xidState{},
+		dead:   map[string]bool{},
+		lost:   map[string]LostGPU{},
+		logged: map[string]bool{},
+		plan:   makePlan(nil),
 	}
 	s.w = newWorker(cfg.CallTimeout, s.release)
 	s.mu.Lock()
@@ -148,7 +146,7 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fresh := !s.connected
+	fresh := !s.link.Up()
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -238,7 +236,7 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.connected = false
+	s.link.Down()
 	sets := s.eventSets()
 	s.xid = map[string]*xidState{}
 	if s.inited.Load() {
@@ -286,26 +284,21 @@ func (s *Source) ensure(ctx context.Context) error {
 	if s.closed {
 		return errClosed
 	}
-	if s.connected {
+	if s.link.Up() {
 		return nil
 	}
-	if now := s.now(); now.Before(s.retryAt) && s.lastErr != nil {
-		return fmt.Errorf("%w: nvml retry in %s: %w", source.ErrUnavailable, s.retryAt.Sub(now).Round(time.Millisecond), s.lastErr)
+	if err := s.link.Wait(s.now()); err != nil {
+		return err
 	}
-	if err := s.connect(ctx); err != nil {
-		delay := s.backoff.next()
-		s.retryAt = s.now().Add(delay)
-		if s.lastErr == nil {
+	err := s.connect(ctx)
+	if delay, first := s.link.Attempted(s.now(), err); err != nil {
+		if first {
 			s.log.Warn("nvml unavailable", "err", err, "retry_in", delay)
 		} else {
 			s.log.Debug("nvml initialisation failed", "err", err, "retry_in", delay)
 		}
-		s.lastErr = err
-		return unavailable(err)
+		return cgocall.Unavailable(err)
 	}
-	s.connected = true
-	s.lastErr = nil
-	s.backoff.reset()
 	s.log.Info("nvml initialised", "driver", s.driver, "gpus", s.inv.GPUs(), "entities", len(s.inv.Entities))
 	return nil
 }
@@ -387,21 +380,10 @@ func (s *Source) failed(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if s.connected {
-		s.connected = false
-		delay := s.backoff.next()
-		s.retryAt = s.now().Add(delay)
-		s.lastErr = err
+	if delay, wasUp := s.link.Lost(s.now(), err); wasUp {
 		s.log.Warn("nvml failed", "err", err, "retry_in", delay)
 	}
-	return unavailable(err)
-}
-
-func unavailable(err error) error {
-	if errors.Is(err, source.ErrUnavailable) || errors.Is(err, errClosed) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+	return cgocall.Unavailable(err)
 }
 
 // nonSuccess returns ret as an error, or nil for SUCCESS.
