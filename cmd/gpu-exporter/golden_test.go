@@ -117,7 +117,7 @@ func newDemoRig(t *testing.T) *demoRig {
 		t.Fatal(err)
 	}
 	defer kubelet.Stop()
-	kubelet.SetPodsFunc(func() []fake.Pod { return fakePods(scn.PodsAt(src.Elapsed())) })
+	kubelet.FollowSim(src)
 	logger := slog.New(slog.DiscardHandler)
 	cfg := podresources.DefaultConfig()
 	cfg.Socket = kubelet.Path()

@@ -115,7 +115,7 @@ func (a *app) openSim() (string, error) {
 		return "", fmt.Errorf("simulated kubelet on %s: %w", socket, err)
 	}
 	a.cleanup = append(a.cleanup, kubelet.Stop)
-	kubelet.SetPodsFunc(func() []fake.Pod { return fakePods(scn.PodsAt(src.Elapsed())) })
+	kubelet.FollowSim(src)
 	a.logger.Info("simulator running", "scenario", a.o.scenario, "simulated_kubelet", socket)
 	return socket, nil
 }
@@ -126,21 +126,4 @@ func loadScenario(name string) (*sim.Scenario, error) {
 		return sim.Load(name)
 	}
 	return sim.LoadBuiltin(name)
-}
-
-// fakePods converts the simulator's pods to the fake kubelet's.
-func fakePods(pods []sim.Pod) []fake.Pod {
-	out := make([]fake.Pod, 0, len(pods))
-	for _, p := range pods {
-		fp := fake.Pod{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
-		for _, c := range p.Containers {
-			fc := fake.Container{Name: c.Name}
-			for _, d := range c.Devices {
-				fc.Devices = append(fc.Devices, fake.Device{Resource: d.Resource, IDs: d.IDs})
-			}
-			fp.Containers = append(fp.Containers, fc)
-		}
-		out = append(out, fp)
-	}
-	return out
 }

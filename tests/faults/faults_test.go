@@ -86,7 +86,7 @@ func newRig(t *testing.T, timeout, writeTimeout time.Duration) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.kubelet.Stop)
-	r.setPods(r.simPods())
+	r.setPods(fake.FromSim(r.simSrc.Pods()))
 	cfg := podresources.DefaultConfig()
 	cfg.Socket = r.kubelet.Path()
 	cfg.RefreshInterval = 20 * time.Millisecond
@@ -124,22 +124,6 @@ func newRig(t *testing.T, timeout, writeTimeout time.Duration) *rig {
 	})
 	r.url = "http://" + srv.Addrs()[0].String() + "/metrics"
 	return r
-}
-
-func (r *rig) simPods() []fake.Pod {
-	var out []fake.Pod
-	for _, p := range r.scn.PodsAt(r.simSrc.Elapsed()) {
-		fp := fake.Pod{Namespace: p.Namespace, Name: p.Name}
-		for _, c := range p.Containers {
-			fc := fake.Container{Name: c.Name}
-			for _, d := range c.Devices {
-				fc.Devices = append(fc.Devices, fake.Device{Resource: d.Resource, IDs: d.IDs})
-			}
-			fp.Containers = append(fp.Containers, fc)
-		}
-		out = append(out, fp)
-	}
-	return out
 }
 
 func (r *rig) setPods(p []fake.Pod) { r.kubelet.SetPods(p) }
@@ -326,7 +310,7 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			defer k.Stop()
 			r.kubelet = k
-			r.setPods(r.simPods())
+			r.setPods(fake.FromSim(r.simSrc.Pods()))
 			r.waitPods(2)
 			if err := r.collect(2 * time.Second); err != nil {
 				t.Fatal(err)

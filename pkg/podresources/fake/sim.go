@@ -1,0 +1,26 @@
+package fake
+
+import "github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+
+// FromSim converts the simulator's pods to the fake kubelet's.
+func FromSim(pods []sim.Pod) []Pod {
+	out := make([]Pod, 0, len(pods))
+	for _, p := range pods {
+		fp := Pod{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+		for _, c := range p.Containers {
+			fc := Container{Name: c.Name}
+			for _, d := range c.Devices {
+				fc.Devices = append(fc.Devices, Device{Resource: d.Resource, IDs: d.IDs})
+			}
+			fp.Containers = append(fp.Containers, fc)
+		}
+		out = append(out, fp)
+	}
+	return out
+}
+
+// FollowSim makes List answer with the pods the simulator's scenario has at
+// its current simulated time.
+func (s *Server) FollowSim(src *sim.Source) {
+	s.SetPodsFunc(func() []Pod { return FromSim(src.Pods()) })
+}
