@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpu-exporter/gpu-exporter/rules"
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 const (
@@ -27,21 +28,7 @@ const (
 // skipped elsewhere.
 func promtool(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("promtool"); err == nil {
-		return p
-	}
-	p, err := filepath.Abs(filepath.Join("..", "tests", "tools", "bin", "promtool"))
-	if err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	const msg = "promtool not found on PATH or in tests/tools/bin; run `make tools`"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testbin.Tool(t, "promtool")
 }
 
 func load(t *testing.T, name string) *rules.File {

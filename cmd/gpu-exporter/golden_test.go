@@ -23,31 +23,10 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// requireTool returns the path of an external tool; without it the test
-// fails in CI (where .ci/run installs it) and is skipped elsewhere.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if p := filepath.Join("..", "..", "tests", "tools", "bin", name); fileExists(p) {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s not found; make tools builds it", name)
-	}
-	t.Skipf("%s not found; run make tools", name)
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
 
 // TestDemoGolden renders the whole GPU exposition of the demo scenario at
 // fixed simulated times, through the real pod-resources client talking to
@@ -81,7 +60,7 @@ func TestDemoGolden(t *testing.T) {
 		checkValuesMatchSource(t, page, sample)
 
 		if promtool == "" {
-			promtool = requireTool(t, "promtool")
+			promtool = testbin.Tool(t, "promtool")
 		}
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(page)

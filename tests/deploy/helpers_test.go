@@ -8,47 +8,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 // repoRoot is the repository's top directory.
-var repoRoot = func() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}()
+var repoRoot = testbin.Root()
 
 // chartDir is the Helm chart under test.
 var chartDir = filepath.Join(repoRoot, "deployment", "helm", "gpu-exporter")
 
-// tool returns the path of a test tool: from PATH, else tests/tools/bin.
-// A missing tool skips the test, or fails it under CI.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	p := filepath.Join(repoRoot, "tests", "tools", "bin", name)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	missing(t, fmt.Sprintf("%s not found on PATH or in tests/tools/bin (run `make tools`)", name))
-	return ""
-}
-
-// missing skips the test for an absent prerequisite, or fails it under CI,
-// where every prerequisite must be there.
-func missing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set and %s", why)
-	}
-	t.Skip(why)
-}
+// tool returns the path of a test tool (testbin.Tool).
+func tool(t *testing.T, name string) string { t.Helper(); return testbin.Tool(t, name) }
 
 // run runs a command and returns its stdout; stderr comes back in err.
 func run(stdin io.Reader, name string, args ...string) ([]byte, error) {
@@ -208,12 +184,7 @@ func exporterBinary(t *testing.T) string {
 			exporterErr = err
 			return
 		}
-		exporterBin = filepath.Join(dir, "gpu-exporter")
-		cmd := exec.Command("go", "build", "-o", exporterBin, "./cmd/gpu-exporter")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			exporterErr = fmt.Errorf("go build ./cmd/gpu-exporter: %w\n%s", err, out)
-		}
+		exporterBin, exporterErr = testbin.BuildExporter(dir)
 	})
 	if exporterErr != nil {
 		t.Fatal(exporterErr)

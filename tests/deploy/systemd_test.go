@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 var unitFile = filepath.Join(repoRoot, "deployment", "systemd", "gpu-exporter.service")
@@ -89,7 +91,7 @@ func TestSystemdAnalyze(t *testing.T) {
 	t.Parallel()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		missing(t, "systemd-analyze not installed (apt-get install systemd)")
+		testbin.Missing(t, "systemd-analyze not installed (apt-get install systemd)")
 	}
 	data, err := os.ReadFile(unitFile)
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 // exporterBin is the exporter built by TestMain; empty in -short mode or
@@ -36,47 +36,15 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	exporterBin, buildErr = buildExporter(dir)
+	exporterBin, buildErr = testbin.BuildExporter(dir)
 	return m.Run()
 }
 
-func buildExporter(dir string) (string, error) {
-	bin := filepath.Join(dir, "gpu-exporter")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/gpu-exporter/gpu-exporter/cmd/gpu-exporter")
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the exporter: %w\n%s", err, out)
-	}
-	return bin, nil
-}
+// tool finds a test tool (testbin.Tool).
+func tool(t *testing.T, name string) string { t.Helper(); return testbin.Tool(t, name) }
 
-// repoRoot is the repository root, two levels above this package.
-func repoRoot() string {
-	abs, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		return filepath.Join("..", "..")
-	}
-	return abs
-}
-
-// tool finds a test tool on PATH or in tests/tools/bin. Without it the test
-// fails under CI and is skipped elsewhere.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	p := filepath.Join(repoRoot(), "tests", "tools", "bin", name)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	msg := name + " not found on PATH or in tests/tools/bin; run `make tools`"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
+// repoRoot is the repository root.
+func repoRoot() string { return testbin.Root() }
 
 func requireExporter(t *testing.T) string {
 	t.Helper()

@@ -10,9 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/scaling.md's measured table")
@@ -39,23 +39,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	exporterBin = filepath.Join(dir, "gpu-exporter")
-	cmd := exec.Command("go", "build", "-o", exporterBin, "github.com/gpu-exporter/gpu-exporter/cmd/gpu-exporter")
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		buildErr = fmt.Errorf("building the exporter: %w\n%s", err, out)
-	}
+	exporterBin, buildErr = testbin.BuildExporter(dir)
 	return m.Run()
 }
 
-// repoRoot is the repository root, two levels above this package.
-func repoRoot() string {
-	abs, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		return filepath.Join("..", "..")
-	}
-	return abs
-}
+// repoRoot is the repository root.
+func repoRoot() string { return testbin.Root() }
 
 func requireExporter(t *testing.T) string {
 	t.Helper()
