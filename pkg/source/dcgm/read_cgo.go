@@ -82,33 +82,31 @@ func (s *Source) fill(spec *readSpec, sample *source.Sample, vals []godcgm.Field
 }
 
 // rawOf decodes a value without copying it: FieldValue_v2's accessors take
-// the 4 KiB struct by value. go-dcgm itself assumes little-endian hosts.
+// the 4 KiB struct by value.
 func rawOf(v *godcgm.FieldValue_v2) rawValue {
-	r := rawValue{fieldType: v.FieldType, status: v.Status}
-	switch v.FieldType {
-	case typeInt64, typeTimestamp:
-		r.i = int64(binary.LittleEndian.Uint64(v.Value[:8]))
-	case typeDouble:
-		r.f = math.Float64frombits(binary.LittleEndian.Uint64(v.Value[:8]))
-	case typeString:
-		if v.StringValue != nil {
-			r.s = *v.StringValue
-		} else {
-			r.s = cString(v.Value[:])
-		}
-	}
-	return r
+	return rawFromBytes(v.FieldType, v.Status, v.Value[:], v.StringValue)
 }
 
 func rawOfV1(v *godcgm.FieldValue_v1) rawValue {
-	r := rawValue{fieldType: v.FieldType, status: v.Status}
-	switch v.FieldType {
+	return rawFromBytes(v.FieldType, v.Status, v.Value[:], nil)
+}
+
+// rawFromBytes decodes a value's union bytes by field type; a string value
+// go-dcgm already decoded (str) is taken as is. go-dcgm itself assumes
+// little-endian hosts.
+func rawFromBytes(fieldType uint, status int, value []byte, str *string) rawValue {
+	r := rawValue{fieldType: fieldType, status: status}
+	switch fieldType {
 	case typeInt64, typeTimestamp:
-		r.i = int64(binary.LittleEndian.Uint64(v.Value[:8]))
+		r.i = int64(binary.LittleEndian.Uint64(value[:8]))
 	case typeDouble:
-		r.f = math.Float64frombits(binary.LittleEndian.Uint64(v.Value[:8]))
+		r.f = math.Float64frombits(binary.LittleEndian.Uint64(value[:8]))
 	case typeString:
-		r.s = cString(v.Value[:])
+		if str != nil {
+			r.s = *str
+		} else {
+			r.s = cString(value)
+		}
 	}
 	return r
 }
