@@ -5,10 +5,9 @@ package config
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
@@ -32,6 +31,10 @@ type Counters struct {
 	// Skipped are rows naming something dcgm-exporter exports and
 	// gpu-exporter does not; they are left out rather than failing the file.
 	Skipped []Skipped
+	// Warnings are rows dcgm-exporter accepts that were read with a
+	// change: a field listed again (the first row is kept), a type that
+	// cannot describe one sample (histogram, summary).
+	Warnings []Warning
 }
 
 // ExporterCounter is a counters file row naming one of dcgm-exporter's own
@@ -51,29 +54,40 @@ type Skipped struct {
 	Reason string
 }
 
-// LoadCounters reads and parses a counters file.
+// Warning is a counters file row accepted with a change.
+type Warning struct {
+	// Where is "file:line".
+	Where   string
+	Name    string
+	Message string
+}
+
+// LoadCounters reads and parses a counters file. The path must be a regular
+// file; the read is bounded by ReadTimeout (LoadCountersContext also stops
+// when its context is done).
 func LoadCounters(path string, cat *fields.Catalog) (*Counters, error) {
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the path is the operator's --collect.counters
-	if err != nil {
-		return nil, fmt.Errorf("counters file: %w", err)
-	}
-	return ParseCounters(path, bytes.NewReader(data), cat)
+	return LoadCountersContext(context.Background(), path, cat)
 }
 
 // ParseCounters parses a counters file read from r; name is used in errors.
 // Lines are "FIELD, TYPE, HELP"; blank lines and lines starting with # are
-// ignored. FIELD is any name the catalog knows (DCGM_FI_* names, their DCGM 4
-// aliases, or exported names). TYPE is gauge, counter or label. HELP may
-// contain commas.
+// ignored. FIELD is any name the catalog knows (DCGM_FI_* names, every
+// alias a DCGM or go-dcgm release used, or exported names). TYPE is gauge,
+// counter or label. HELP may contain commas. Every file dcgm-exporter
+// accepts loads: a field listed twice keeps its first row, a DCGM field the
+// catalog lacks is skipped, and histogram or summary types are read as the
+// catalog's type, each with a Warning or Skipped entry naming the line.
+// Bytes that are not UTF-8 (a Latin-1 "\xb0C" in a help column) are
+// replaced with U+FFFD here, where the text enters.
 func ParseCounters(name string, r io.Reader, cat *fields.Catalog) (*Counters, error) {
 	out := &Counters{}
-	seen := map[uint16]int{}
+	seen := map[seenKey]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	line := 0
 	for sc.Scan() {
 		line++
-		text := strings.TrimSpace(sc.Text())
+		text := strings.TrimSpace(strings.ToValidUTF8(sc.Text(), "\uFFFD"))
 		if line == 1 {
 			text = strings.TrimPrefix(text, "\ufeff")
 		}
@@ -85,15 +99,15 @@ func ParseCounters(name string, r io.Reader, cat *fields.Catalog) (*Counters, er
 			return nil, fmt.Errorf("counters file %s:%d: want \"FIELD, TYPE, HELP\", got %q", name, line, text)
 		}
 		r := row{
-			name: strings.TrimSpace(parts[0]),
-			typ:  strings.ToLower(strings.TrimSpace(parts[1])),
+			name: csvField(parts[0]),
+			typ:  strings.ToLower(csvField(parts[1])),
 		}
 		if len(parts) == 3 {
-			r.help = strings.TrimSpace(parts[2])
+			r.help = csvField(parts[2])
 		}
-		where := fmt.Sprintf("%s:%d", name, line)
-		if err := out.add(r, where, cat, seen, line); err != nil {
-			return nil, fmt.Errorf("counters file %s: %w", where, err)
+		at := location{file: name, line: line}
+		if err := out.add(r, at, cat, seen); err != nil {
+			return nil, fmt.Errorf("counters file %s: %w", at, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -108,9 +122,37 @@ func ParseCounters(name string, r io.Reader, cat *fields.Catalog) (*Counters, er
 // row is one non-comment line of a counters file.
 type row struct{ name, typ, help string }
 
-// add files the row at where under Fields, Labels, the exporter counters or
-// Skipped. seen maps field ids to the line that listed them.
-func (c *Counters) add(r row, where string, cat *fields.Catalog, seen map[uint16]int, line int) error {
+// seenKey names what a row lists, to find a second row for it: a field id,
+// or one of dcgm-exporter's own counters (id 0, name set).
+type seenKey struct {
+	id       uint16
+	exporter string
+}
+
+// csvField is a trimmed column, unquoted if the file quotes it as CSV does
+// ("a, b" with "" for a quote): dcgm-exporter reads counters files with
+// encoding/csv (internal/pkg/counters/counter_config.go, ReadCSVFile).
+func csvField(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = strings.ReplaceAll(s[1:len(s)-1], `""`, `"`)
+	}
+	return s
+}
+
+// location is a line of a counters file.
+type location struct {
+	file string
+	line int
+}
+
+// String returns "file:line".
+func (l location) String() string { return fmt.Sprintf("%s:%d", l.file, l.line) }
+
+// add files the row at under Fields, Labels, the exporter counters, Skipped
+// or Warnings. seen maps what earlier rows listed to their line.
+func (c *Counters) add(r row, at location, cat *fields.Catalog, seen map[seenKey]int) error {
+	where := at.String()
 	if reason, ok := fields.NotExported(r.name); ok {
 		c.Skipped = append(c.Skipped, Skipped{Where: where, Name: r.name, Reason: reason})
 		return nil
@@ -122,12 +164,12 @@ func (c *Counters) add(r row, where string, cat *fields.Catalog, seen map[uint16
 		if !strings.EqualFold(r.name, x.name) {
 			continue
 		}
-		typ, err := metricType(r)
+		typ, err := c.metricType(r, at, fields.Gauge)
 		if err != nil {
 			return err
 		}
-		if *x.dst != nil {
-			return fmt.Errorf("%s listed twice", x.name)
+		if c.repeated(seen, seenKey{exporter: x.name}, r, at) {
+			return nil
 		}
 		*x.dst = &ExporterCounter{Name: r.name, Type: typ, Help: r.help}
 		return nil
@@ -135,16 +177,28 @@ func (c *Counters) add(r row, where string, cat *fields.Catalog, seen map[uint16
 	f, ok := cat.Lookup(r.name)
 	if !ok {
 		if f, ok = cat.LookupLabel(r.name); !ok {
+			if id, known := cat.DCGMFieldID(r.name); known {
+				// dcgm-exporter accepts any name go-dcgm's GetFieldID knows.
+				c.Skipped = append(c.Skipped, Skipped{Where: where, Name: r.name,
+					Reason: fmt.Sprintf("DCGM field %d is not in gpu-exporter's field catalog", id)})
+				return nil
+			}
 			return fmt.Errorf("unknown field %q", r.name)
 		}
 		if r.typ != "label" {
-			return fmt.Errorf("field %q is a string field: list it with type label", r.name)
+			if _, err := c.metricType(r, at, fields.Gauge); err != nil {
+				return err
+			}
+			// dcgm-exporter would print the string as a sample value,
+			// which no scraper parses; a label row is what it can be.
+			c.Warnings = append(c.Warnings, Warning{Where: where, Name: r.name,
+				Message: fmt.Sprintf("string field listed with type %s; read as a label row", r.typ)})
+			r.typ = "label"
 		}
 	}
-	if prev, dup := seen[f.ID]; dup {
-		return fmt.Errorf("field %q already listed on line %d", r.name, prev)
+	if c.repeated(seen, seenKey{id: f.ID}, r, at) {
+		return nil
 	}
-	seen[f.ID] = line
 	if !strings.EqualFold(r.name, f.Name) {
 		f.DCGMName = r.name // dcgm-exporter prints the file's spelling
 	}
@@ -154,7 +208,7 @@ func (c *Counters) add(r row, where string, cat *fields.Catalog, seen map[uint16
 		c.Labels = append(c.Labels, f)
 		return nil
 	}
-	typ, err := metricType(r)
+	typ, err := c.metricType(r, at, f.DCGMType)
 	if err != nil {
 		return err
 	}
@@ -163,13 +217,40 @@ func (c *Counters) add(r row, where string, cat *fields.Catalog, seen map[uint16
 	return nil
 }
 
-// metricType parses the type column of a metric row.
-func metricType(r row) (fields.Type, error) {
+// repeated reports whether an earlier row listed k, and if so files a
+// warning naming both lines. The first row wins, as in dcgm-exporter: it
+// keeps every row, but its collector takes a field's name, type and help
+// from the first counter with that field id (findCounterField in
+// internal/pkg/collector/gpu_collector.go), and its tests accept
+// DCGM_EXP_* counters listed more than once. Its shipped
+// 1.x-compatibility-metrics.csv lists DCGM_FI_PROF_PCIE_TX_BYTES and
+// DCGM_FI_PROF_PCIE_RX_BYTES twice (dcgm_fi_prof_pcie_tx_bytes, ...).
+func (c *Counters) repeated(seen map[seenKey]int, k seenKey, r row, at location) bool {
+	prev, dup := seen[k]
+	if !dup {
+		seen[k] = at.line
+		return false
+	}
+	first := location{file: at.file, line: prev}
+	c.Warnings = append(c.Warnings, Warning{Where: at.String(), Name: r.name,
+		Message: fmt.Sprintf("field already listed at %s; the first row is kept, as dcgm-exporter does", first)})
+	return true
+}
+
+// metricType parses the type column of a metric row. histogram, summary
+// and, for a DCGM_EXP_* counter, label, which dcgm-exporter accepts
+// (promMetricType in internal/pkg/counters/variables.go) but which cannot
+// describe one sample, become fallback with a warning.
+func (c *Counters) metricType(r row, at location, fallback fields.Type) (fields.Type, error) {
 	switch r.typ {
 	case "gauge":
 		return fields.Gauge, nil
 	case "counter":
 		return fields.Counter, nil
+	case "histogram", "summary", "label":
+		c.Warnings = append(c.Warnings, Warning{Where: at.String(), Name: r.name,
+			Message: fmt.Sprintf("type %s cannot describe this value; read as %s", r.typ, fallback)})
+		return fallback, nil
 	}
 	return 0, fmt.Errorf("field %q: unknown type %q (want gauge, counter or label)", r.name, r.typ)
 }

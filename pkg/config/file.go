@@ -1,0 +1,127 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// ReadTimeout bounds how long reading one configuration file may take: a
+// file on a hung network mount fails start-up instead of stalling it.
+const ReadTimeout = 10 * time.Second
+
+// MaxFileBytes caps the size of a configuration file; counters files,
+// scenarios and web configs are a few KiB.
+const MaxFileBytes = 16 << 20
+
+// ErrNotRegular is returned for a path that is not a regular file (a named
+// pipe, a device, a directory, a socket): reading one could block forever
+// or never end.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ReadFile reads a configuration file the operator named. The path must be
+// a regular file (symbolic links to one, as Kubernetes mounts ConfigMaps,
+// are followed) of at most MaxFileBytes. The read is bounded by ctx and by
+// ReadTimeout, so that nothing at start-up can hang or outlive SIGTERM.
+func ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return readBounded(ctx, ReadTimeout, func() ([]byte, error) { return readRegular(path) })
+}
+
+// LoadCountersContext reads and parses a counters file, the read bounded by
+// ctx and ReadTimeout.
+func LoadCountersContext(ctx context.Context, path string, cat *fields.Catalog) (*Counters, error) {
+	data, err := ReadFile(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("counters file: %w", err)
+	}
+	return ParseCounters(path, bytes.NewReader(data), cat)
+}
+
+// readBounded runs read on its own goroutine and gives up when ctx is done
+// or timeout passes. A read that is abandoned finishes (or stays blocked) on
+// its goroutine; its result is dropped.
+func readBounded(ctx context.Context, timeout time.Duration, read func() ([]byte, error)) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		data, err := read()
+		ch <- result{data, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading stopped: %w", context.Cause(ctx))
+	case <-timer.C:
+		return nil, fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded)
+	}
+}
+
+// readRegular checks the file type before opening, so that opening a named
+// pipe never blocks, and again on the open file, in case the path was
+// replaced in between.
+func readRegular(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, st); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlocking, 0) //nolint:gosec // G304: the path is the operator's
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := regular(path, st); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, MaxFileBytes>>20)
+	}
+	return data, nil
+}
+
+func regular(path string, st fs.FileInfo) error {
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s: %w (it is %s)", path, ErrNotRegular, fileKind(st.Mode()))
+}
+
+// fileKind names a non-regular file type for error messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "not a plain file"
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package config
+
+// openNonBlocking is unix only; elsewhere the type check and the deadline
+// guard the read.
+const openNonBlocking = 0

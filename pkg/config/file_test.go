@@ -1,0 +1,127 @@
+//go:build unix
+
+package config
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// mkfifo makes a named pipe nobody writes to: opening or reading it blocks.
+func mkfifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	return p
+}
+
+func TestReadFileRefusesWhatIsNotARegularFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	regular := filepath.Join(dir, "ok.csv")
+	if err := os.WriteFile(regular, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.csv")
+	if err := os.Symlink(regular, link); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.csv")
+	if err := os.WriteFile(big, make([]byte, MaxFileBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		path string
+		want string // "" for success
+	}{
+		{"regular file", regular, ""},
+		{"symlink to a regular file (ConfigMap mounts)", link, ""},
+		{"named pipe", mkfifo(t), "not a regular file (it is a named pipe)"},
+		{"directory", dir, "not a regular file (it is a directory)"},
+		{"character device", os.DevNull, "not a regular file (it is a character device)"},
+		{"missing", filepath.Join(dir, "none"), "no such file"},
+		{"too large", big, "larger than 16 MiB"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			data, err := ReadFile(t.Context(), tc.path)
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("ReadFile took %s", took)
+			}
+			if tc.want == "" {
+				if err != nil || string(data) != "x\n" {
+					t.Errorf("ReadFile = %q, %v", data, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("err = %v, want it to name the path", err)
+			}
+		})
+	}
+}
+
+func TestLoadCountersFIFOFailsFast(t *testing.T) {
+	t.Parallel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := LoadCounters(mkfifo(t), fields.MustNew())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) {
+			t.Errorf("err = %v, want ErrNotRegular", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LoadCounters on a named pipe did not return")
+	}
+}
+
+// TestReadBoundedStops checks that a read that never returns is abandoned
+// when the context is canceled (SIGTERM) or the deadline passes.
+func TestReadBoundedStops(t *testing.T) {
+	t.Parallel()
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	cases := []struct {
+		name    string
+		ctx     context.Context
+		timeout time.Duration
+		want    error
+	}{
+		{"signal context canceled", canceled, time.Hour, context.Canceled},
+		{"deadline", t.Context(), 50 * time.Millisecond, context.DeadlineExceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			block := make(chan struct{})
+			t.Cleanup(func() { close(block) })
+			start := time.Now()
+			_, err := readBounded(tc.ctx, tc.timeout, func() ([]byte, error) { <-block; return nil, nil })
+			if !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("took %s", took)
+			}
+		})
+	}
+}
