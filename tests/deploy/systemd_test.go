@@ -68,9 +68,7 @@ func TestSystemdUnitStructure(t *testing.T) {
 	if slices.Contains(svc["PrivateDevices"], "yes") {
 		t.Error("PrivateDevices=yes would hide /dev/nvidia*")
 	}
-	if !slices.ContainsFunc(svc["DeviceAllow"], func(v string) bool { return strings.HasPrefix(v, "char-nvidia-frontend ") }) {
-		t.Errorf("DeviceAllow = %q lacks the NVIDIA devices (char-nvidia-frontend)", svc["DeviceAllow"])
-	}
+	checkDeviceAllow(t, svc["DeviceAllow"])
 	if got := svc["ExecStart"]; len(got) != 1 || !strings.HasPrefix(got[0], "/usr/local/bin/gpu-exporter") {
 		t.Errorf("ExecStart = %q", got)
 	}
@@ -110,5 +108,43 @@ func TestSystemdAnalyze(t *testing.T) {
 	// scores 1.5 now.
 	if out, err := run(nil, analyze, "security", "--offline=true", "--threshold=25", unit); err != nil {
 		t.Errorf("systemd-analyze security: exposure above 2.5: %v\n%s", err, out)
+	}
+}
+
+// driverDevices are the character-device names the NVIDIA kernel modules
+// register in /proc/devices that the exporter opens, with the access it
+// needs. systemd's DeviceAllow=char-<name> matches these names. Source:
+// NVIDIA/open-gpu-kernel-modules (595.45.04), kernel-open/: nv.c
+// registers "nvidia" and "nvidiactl" (since 545.23.06; before, nv-frontend.c
+// registered both as "nvidia-frontend"), nvidia-uvm/uvm.c
+// NVIDIA_UVM_DEVICE_NAME "nvidia-uvm", nv-caps.c "nvidia-caps",
+// export_nvswitch.h NVSWITCH_DRIVER_NAME "nvidia-nvswitch", nvlink_linux.h
+// NVLINK_DEVICE_NAME "nvidia-nvlink".
+var driverDevices = []struct{ name, access string }{
+	{"nvidia", "rw"},          // /dev/nvidia<N>
+	{"nvidiactl", "rw"},       // /dev/nvidiactl
+	{"nvidia-frontend", "rw"}, // both, on drivers before 545
+	{"nvidia-uvm", "rw"},      // /dev/nvidia-uvm (DCGM profiling)
+	{"nvidia-caps", "r"},      // /dev/nvidia-caps/* (MIG capabilities)
+	{"nvidia-nvswitch", "rw"}, // /dev/nvidia-nvswitch*
+	{"nvidia-nvlink", "rw"},   // /dev/nvidia-nvlink
+}
+
+// checkDeviceAllow fails unless DeviceAllow grants each driver device
+// exactly its access, and nothing outside the driver's names.
+func checkDeviceAllow(t *testing.T, allow []string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, a := range allow {
+		dev, access, _ := strings.Cut(a, " ")
+		got[strings.TrimPrefix(dev, "char-")] = access
+		if !strings.HasPrefix(dev, "char-nvidia") {
+			t.Errorf("DeviceAllow=%s: not an NVIDIA driver device", a)
+		}
+	}
+	for _, d := range driverDevices {
+		if got[d.name] != d.access {
+			t.Errorf("DeviceAllow=char-%s %q, want %q: the driver registers %s in /proc/devices", d.name, got[d.name], d.access, d.name)
+		}
 	}
 }
