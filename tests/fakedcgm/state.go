@@ -58,6 +58,13 @@ type GPU struct {
 	// Profiling lists the profiling field ids the GPU supports; nil means
 	// profiling is not supported at all.
 	Profiling []int
+	// NVLinks is the number of NvLink links up; GPUs that both have links
+	// are joined by the smaller number (dcgmGetDeviceTopology).
+	NVLinks int
+	// NUMA is the GPU's NUMA node: its CPU affinity (16 CPUs per node) and
+	// its PCIe path to the other GPUs (same node: DCGM_TOPOLOGY_CPU, else
+	// DCGM_TOPOLOGY_SYSTEM).
+	NUMA int
 }
 
 // Instance is a MIG GPU instance.
@@ -194,6 +201,12 @@ func (s *State) Render() string {
 				ids[i] = strconv.Itoa(id)
 			}
 			fmt.Fprintf(&b, " prof=%s", strings.Join(ids, ","))
+		}
+		if g.NVLinks != 0 {
+			fmt.Fprintf(&b, " links=%d", g.NVLinks)
+		}
+		if g.NUMA != 0 {
+			fmt.Fprintf(&b, " numa=%d", g.NUMA)
 		}
 		b.WriteByte('\n')
 	}

@@ -12,7 +12,7 @@ func TestRender(t *testing.T) {
 		Down:   true,
 		Driver: "550.54.15",
 		GPUs: []GPU{{ID: 0, UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:3B:00.0", Minor: 2, FBMiB: 81559,
-			Status: "lost", Profiling: []int{1001, 1002}}},
+			Status: "lost", Profiling: []int{1001, 1002}, NVLinks: 18, NUMA: 1}},
 		Instances:        []Instance{{EntityID: 3, GPU: 0, Instance: 1, Profile: "1g.10gb", ProfileID: 19, Slices: 1, UUID: "MIG-x", FBMiB: 9984}},
 		ComputeInstances: []ComputeInstance{{EntityID: 9, GI: 3, Instance: 0, UUID: "MIG-x"}},
 		Values: []Value{Int(EntityGPU, 0, 150, 45), Float(EntityGPU, 0, 155, 2.5), Str(EntityGI, 3, 50, "a b"),
@@ -23,7 +23,7 @@ func TestRender(t *testing.T) {
 	}
 	want := `down
 driver 550.54.15
-gpu 0 uuid=GPU-a name="NVIDIA H100 80GB HBM3" bus=00000000:3B:00.0 minor=2 fb=81559 status=lost prof=1001,1002
+gpu 0 uuid=GPU-a name="NVIDIA H100 80GB HBM3" bus=00000000:3B:00.0 minor=2 fb=81559 status=lost prof=1001,1002 links=18 numa=1
 gi 3 gpu=0 instance=1 profile=1g.10gb profileid=19 slices=1 uuid=MIG-x fb=9984
 ci 9 gi=3 instance=0 uuid=MIG-x
 value gpu 0 150 i:45

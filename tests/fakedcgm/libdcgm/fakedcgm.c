@@ -18,10 +18,12 @@
  *   driver <version>
  *   gpu <id> uuid=<s> name=<s> bus=<s> minor=<n> fb=<MiB>
  *            [status=ok|lost|inaccessible] [listed=1]
- *            [prof=<fieldId>,<fieldId>...]
+ *            [prof=<fieldId>,<fieldId>...] [links=<n>] [numa=<n>]
  *                                 a GPU; a GPU that is not ok is left out of
  *                                 the supported devices unless listed=1;
- *                                 without prof= profiling is not supported
+ *                                 without prof= profiling is not supported;
+ *                                 links= NvLink links are up; numa= is its
+ *                                 NUMA node (CPU affinity, PCIe paths)
  *   gi <entityId> gpu=<id> instance=<n> profile=<s> profileid=<n> slices=<n>
  *            uuid=<s> fb=<MiB>    a MIG GPU instance
  *   ci <entityId> gi=<entityId> instance=<n> uuid=<s>
@@ -50,6 +52,13 @@
  * the caller asks for live data, like the real hostengine; a reconnect drops
  * all groups and watches.
  *
+ * Field metadata (DcgmFieldGetById) comes from DCGM's own field table (see
+ * facts[] below), and values follow it as DCGM does: a value is returned in
+ * its field's type, and a field is read at its entity level, so a GPU-level
+ * field read on a GPU instance or compute instance returns the parent GPU's
+ * value ("value gi ..." lines for GPU-level fields are never seen, as on a
+ * real hostengine).
+ *
  * After every call the fake rewrites a calls file (FAKEDCGM_CALLS, default
  * <FAKEDCGM_STATE>.calls) with one "<function> <count>" line per entry point
  * called, plus "sessions", "active_groups", "active_field_groups",
@@ -71,6 +80,7 @@
 #include "dcgm_agent.h"
 #include "dcgm_structs.h"
 #include "dcgm_fields.h"
+#include "nvml.h" /* NVML_FI_* ids of the field metadata's nvmlFieldId */
 
 #define API __attribute__((visibility("default")))
 
@@ -104,6 +114,8 @@ struct gpu {
     int prof[MAX_PROF];
     int has_prof;
     int listed; /* still among the supported devices when not ok */
+    int links;  /* NvLink links up */
+    int numa;   /* NUMA node: CPU affinity and PCIe path to the other GPUs */
 };
 
 struct gi {
@@ -201,6 +213,11 @@ static struct field_group field_groups[MAX_FIELD_GROUPS];
 static struct watch watches[MAX_WATCHES];
 static struct counter counters[MAX_COUNTERS];
 static int ncounters;
+
+static const dcgm_field_meta_t *field_meta(int id);
+static void build_table(void);
+static int fields_initialized;
+static void lookup_at(int eg, int id, int field, struct value *out);
 
 /* ---- state file ---------------------------------------------------------- */
 
@@ -371,6 +388,10 @@ static void parse_line(struct state *s, char *line)
                                                                 : ST_OK;
             else if (kv(tok, "listed", &val))
                 g->listed = atoi(val);
+            else if (kv(tok, "links", &val))
+                g->links = atoi(val);
+            else if (kv(tok, "numa", &val))
+                g->numa = atoi(val);
             else if (kv(tok, "prof", &val)) {
                 g->has_prof = 1;
                 char *end;
@@ -809,6 +830,99 @@ static long long now_usec(void)
     return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+/* cpu_affinity_word is word w (64 CPUs each) of the fake's CPU affinity
+ * mask of a GPU: the 16 CPUs of its NUMA node. */
+static unsigned long long cpu_affinity_word(const struct gpu *g, int w)
+{
+    int first = g->numa * 16;
+    if (g->numa < 0 || first / 64 != w)
+        return 0;
+    return 0xFFFFULL << (first % 64);
+}
+
+/* practical_entity maps a requested entity to the one DCGM reads a field
+ * at, from the field's entity level: a GPU-level field read on a GPU
+ * instance or compute instance is the parent GPU's value, and a GPU
+ * instance-level field read on a compute instance is its GPU instance's
+ * value; fields of the compute-instance level (and unknown fields) are read
+ * at the entity asked for. That is DcgmCacheManager::SetPracticalEntityInfo
+ * in dcgmlib/src/DcgmCacheManager.cpp (NVIDIA/DCGM): "This field can only be
+ * watched / retrieved at the GPU level. If passed in an instance or compute
+ * instance, then translate it to the corresponding GPU id." */
+static void practical_entity(int eg, int id, int field, int *peg, int *pid)
+{
+    *peg = eg;
+    *pid = id;
+    const dcgm_field_meta_t *m = field_meta(field);
+    if (!m || (eg != DCGM_FE_GPU_I && eg != DCGM_FE_GPU_CI))
+        return;
+    struct ci *ci = eg == DCGM_FE_GPU_CI ? find_ci(id) : NULL;
+    struct gi *gi = eg == DCGM_FE_GPU_I ? find_gi(id) : ci ? find_gi(ci->gi) : NULL;
+    if (!gi)
+        return;
+    if (m->entityLevel == DCGM_FE_GPU) {
+        *peg = DCGM_FE_GPU;
+        *pid = gi->gpu;
+    } else if (m->entityLevel == DCGM_FE_GPU_I && eg == DCGM_FE_GPU_CI) {
+        *peg = DCGM_FE_GPU_I;
+        *pid = gi->id;
+    }
+}
+
+/* coerce gives a value the type of its field: DCGM stores each field with
+ * the type of its metadata (DcgmCacheManager appends int64 values to int64
+ * fields and doubles to double fields, e.g. DCGM_FI_DEV_POWER_USAGE is
+ * DCGM_FT_DOUBLE in dcgm_fields.cpp), so a state file's "i:300" for a double
+ * field reads as 300.0, and a blank becomes the blank of the field's type
+ * (DCGM_INT64_BLANK + k <-> DCGM_FP64_BLANK + k <-> the DCGM_STR_* markers,
+ * dcgm_structs.h). Values with an error status keep their int64 blank. */
+static void coerce(struct value *v)
+{
+    const dcgm_field_meta_t *m = field_meta(v->field);
+    if (!m || m->fieldType == v->type || v->status != DCGM_ST_OK)
+        return;
+    static const char *str_blanks[] = {DCGM_STR_BLANK, DCGM_STR_NOT_FOUND, DCGM_STR_NOT_SUPPORTED,
+                                       DCGM_STR_NOT_PERMISSIONED};
+    int blank = -1; /* 0..3: which sentinel, or -1 for a real value */
+    switch (v->type) {
+    case DCGM_FT_INT64:
+        if (v->i >= DCGM_INT64_BLANK && v->i <= DCGM_INT64_NOT_PERMISSIONED)
+            blank = (int)(v->i - DCGM_INT64_BLANK);
+        else if (v->i >= DCGM_INT32_BLANK && v->i <= DCGM_INT32_NOT_PERMISSIONED)
+            blank = (int)(v->i - DCGM_INT32_BLANK);
+        break;
+    case DCGM_FT_DOUBLE:
+        if (v->d >= DCGM_FP64_BLANK && v->d <= DCGM_FP64_NOT_PERMISSIONED)
+            blank = (int)(v->d - DCGM_FP64_BLANK);
+        break;
+    case DCGM_FT_STRING:
+        for (int k = 0; k < 4; k++)
+            if (strcmp(v->s, str_blanks[k]) == 0)
+                blank = k;
+        if (blank < 0)
+            return; /* a string in a numeric field: leave it for the caller to trip on */
+        break;
+    default:
+        return;
+    }
+    switch (m->fieldType) {
+    case DCGM_FT_INT64:
+        v->i = blank >= 0 ? DCGM_INT64_BLANK + blank : v->type == DCGM_FT_DOUBLE ? (long long)v->d : v->i;
+        break;
+    case DCGM_FT_DOUBLE:
+        v->d = blank >= 0 ? DCGM_FP64_BLANK + blank : (double)v->i;
+        break;
+    case DCGM_FT_STRING:
+        if (blank < 0)
+            return; /* a number in a string field: keep it as given */
+        copy_str(v->s, str_blanks[blank]);
+        break;
+    default:
+        return;
+    }
+    v->type = m->fieldType;
+}
+
 /* lookup computes the current value of one field of one entity. */
 static void lookup(int eg, int id, int field, int live, struct value *out)
 {
@@ -832,22 +946,38 @@ static void lookup(int eg, int id, int field, int live, struct value *out)
         out->status = DCGM_ST_NOT_WATCHED;
         return;
     }
+    lookup_at(eg, id, field, out);
+    out->group = eg; /* DCGM answers with the entity asked for */
+    out->entity = id;
+    coerce(out);
+}
+
+/* lookup_at finds the value of a field at its practical entity: a value the
+ * state file sets there, or the fake's default. */
+static void lookup_at(int eg, int id, int field, struct value *out)
+{
+    int peg, pid;
+    practical_entity(eg, id, field, &peg, &pid);
+    struct gpu *g = gpu_of(peg, pid);
     for (int i = st.nvalues - 1; i >= 0; i--) {
         struct value *v = &st.values[i];
-        if (v->group == eg && v->entity == id && v->field == field) {
+        if (v->group == peg && v->entity == pid && v->field == field) {
             *out = *v;
             return;
         }
     }
-    struct gi *gi = eg == DCGM_FE_GPU_I ? find_gi(id) : NULL;
-    struct ci *ci = eg == DCGM_FE_GPU_CI ? find_ci(id) : NULL;
+    struct gi *gi = peg == DCGM_FE_GPU_I ? find_gi(pid) : NULL;
+    struct ci *ci = peg == DCGM_FE_GPU_CI ? find_ci(pid) : NULL;
     out->status = DCGM_ST_OK;
+    out->type = DCGM_FT_INT64;
     switch (field) {
     case DCGM_FI_DRIVER_VERSION:
         out->type = DCGM_FT_STRING;
         copy_str(out->s, st.driver);
         return;
     case DCGM_FI_DEV_NAME:
+        /* On a GPU instance DCGM reports the MIG profile name
+         * (DcgmCacheManager.cpp, DCGM_FI_DEV_GPU_NAME for DCGM_FE_GPU_I). */
         out->type = DCGM_FT_STRING;
         copy_str(out->s, gi ? gi->profile : ci ? DCGM_STR_NOT_SUPPORTED : g->name);
         return;
@@ -865,10 +995,16 @@ static void lookup(int eg, int id, int field, int live, struct value *out)
     case DCGM_FI_DEV_FB_TOTAL:
         out->i = gi ? gi->fb : g->fb;
         return;
+    case DCGM_FI_DEV_CPU_AFFINITY_0:
+    case DCGM_FI_DEV_CPU_AFFINITY_1:
+    case DCGM_FI_DEV_CPU_AFFINITY_2:
+    case DCGM_FI_DEV_CPU_AFFINITY_3:
+        out->i = (long long)cpu_affinity_word(g, field - DCGM_FI_DEV_CPU_AFFINITY_0);
+        return;
     case FIELD_XID: {
         long long best = -1;
         for (int i = 0; i < st.nxids; i++)
-            if (st.xids[i].gpu == g->id && eg == DCGM_FE_GPU && (best < 0 || st.xids[i].ts >= st.xids[best].ts))
+            if (st.xids[i].gpu == g->id && peg == DCGM_FE_GPU && (best < 0 || st.xids[i].ts >= st.xids[best].ts))
                 best = i;
         if (best >= 0) {
             out->i = st.xids[best].code;
@@ -953,6 +1089,8 @@ API const char *errorString(dcgmReturn_t result)
         return "Profiling not supported";
     case DCGM_ST_PROFILING_MULTI_PASS:
         return "Profiling metrics need more than one pass";
+    case DCGM_ST_INSUFFICIENT_SIZE:
+        return "An input argument is not large enough";
     case DCGM_ST_MAX_LIMIT:
         return "Max limit reached";
     default:
@@ -962,10 +1100,14 @@ API const char *errorString(dcgmReturn_t result)
 
 /* ---- administration ------------------------------------------------------- */
 
+/* dcgmInit initializes the fields module too: DcgmFieldGetById works after
+ * it (DcgmApi.cpp calls DcgmFieldsInit in dcgmInit). */
 API dcgmReturn_t dcgmInit(void)
 {
     ENTER("dcgmInit");
     initialized = 1;
+    build_table();
+    fields_initialized = 1;
     RETURN(DCGM_ST_OK);
 }
 
@@ -974,6 +1116,7 @@ API dcgmReturn_t dcgmShutdown(void)
     ENTER("dcgmShutdown");
     drop_session();
     initialized = 0;
+    fields_initialized = 0; /* dcgmShutdown calls DcgmFieldsTerm (DcgmApi.cpp) */
     RETURN(DCGM_ST_OK);
 }
 
@@ -1110,6 +1253,228 @@ API dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHie
     }
     hierarchy->count = n;
     RETURN(DCGM_ST_OK);
+}
+
+/* ---- attributes, topology, links, entity lists ---------------------------- */
+
+/* live_value reads one GPU field as live data, the way DCGM's
+ * helperDeviceGetAttributes does (DcgmApi.cpp: it asks for the attribute
+ * fields with DCGM_FV_FLAG_LIVE_DATA, so no watch is needed). */
+static struct value live_value(int gpuId, int field)
+{
+    struct value v;
+    lookup(DCGM_FE_GPU, gpuId, field, 1, &v);
+    return v;
+}
+
+/* attr_str copies a string attribute; a value that is not a string (a
+ * blank, an error) is copied as DCGM_STR_BLANK. */
+static void attr_str(char *dst, size_t n, int gpuId, int field)
+{
+    struct value v = live_value(gpuId, field);
+    snprintf(dst, n, "%s", v.status == DCGM_ST_OK && v.type == DCGM_FT_STRING ? v.s : DCGM_STR_BLANK);
+}
+
+/* attr_uint converts an int64 or double attribute to the unsigned int of
+ * the struct; blanks become DCGM_INT32_BLANK, as DCGM's
+ * nvcmvalue_int64_to_int32 and nvcmvalue_double_to_int32 do. */
+static unsigned int attr_uint(int gpuId, int field)
+{
+    struct value v = live_value(gpuId, field);
+    if (v.status != DCGM_ST_OK)
+        return (unsigned int)DCGM_INT32_BLANK;
+    if (v.type == DCGM_FT_DOUBLE)
+        return DCGM_FP64_IS_BLANK(v.d) ? (unsigned int)DCGM_INT32_BLANK : (unsigned int)v.d;
+    return DCGM_INT64_IS_BLANK(v.i) ? (unsigned int)DCGM_INT32_BLANK : (unsigned int)v.i;
+}
+
+/* dcgmGetDeviceAttributes checks the struct's version first
+ * (tsapiEngineGetDeviceAttributes in DcgmApi.cpp: anything but
+ * dcgmDeviceAttributes_version3 is DCGM_ST_VER_MISMATCH), then fills it from
+ * the GPU's fields read as live data (helperDeviceGetAttributes). */
+API dcgmReturn_t dcgmGetDeviceAttributes(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                                         dcgmDeviceAttributes_t *pDcgmDeviceAttr)
+{
+    ENTER("dcgmGetDeviceAttributes");
+    if (!pDcgmDeviceAttr)
+        RETURN(DCGM_ST_BADPARAM);
+    if (pDcgmDeviceAttr->version != dcgmDeviceAttributes_version3)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(pDcgmHandle); /* the hostengine is asked only once the struct passed the checks */
+    struct gpu *g = find_gpu((int)gpuId);
+    if (!g)
+        RETURN(DCGM_ST_BADPARAM);
+    unsigned int version = pDcgmDeviceAttr->version;
+    memset(pDcgmDeviceAttr, 0, sizeof(*pDcgmDeviceAttr));
+    pDcgmDeviceAttr->version = version;
+    int id = (int)gpuId;
+    dcgmDeviceIdentifiers_t *ids = &pDcgmDeviceAttr->identifiers;
+    attr_str(ids->brandName, sizeof(ids->brandName), id, DCGM_FI_DEV_BRAND);
+    attr_str(ids->deviceName, sizeof(ids->deviceName), id, DCGM_FI_DEV_NAME);
+    attr_str(ids->pciBusId, sizeof(ids->pciBusId), id, DCGM_FI_DEV_PCI_BUSID);
+    attr_str(ids->serial, sizeof(ids->serial), id, DCGM_FI_DEV_SERIAL);
+    attr_str(ids->uuid, sizeof(ids->uuid), id, DCGM_FI_DEV_UUID);
+    attr_str(ids->vbios, sizeof(ids->vbios), id, DCGM_FI_DEV_VBIOS_VERSION);
+    attr_str(ids->inforomImageVersion, sizeof(ids->inforomImageVersion), id, DCGM_FI_DEV_INFOROM_IMAGE_VERSION);
+    attr_str(ids->driverVersion, sizeof(ids->driverVersion), id, DCGM_FI_DRIVER_VERSION);
+    dcgmDevicePowerLimits_t *pl = &pDcgmDeviceAttr->powerLimits;
+    pl->curPowerLimit = attr_uint(id, DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS);
+    pl->enforcedPowerLimit = attr_uint(id, DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS);
+    pl->defaultPowerLimit = attr_uint(id, DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS);
+    pl->maxPowerLimit = attr_uint(id, DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS);
+    pl->minPowerLimit = attr_uint(id, DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS);
+    pDcgmDeviceAttr->thermalSettings.slowdownTemp = attr_uint(id, DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS);
+    pDcgmDeviceAttr->thermalSettings.shutdownTemp = attr_uint(id, DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS);
+    dcgmDeviceMemoryUsage_t *mem = &pDcgmDeviceAttr->memoryUsage;
+    mem->bar1Total = attr_uint(id, DCGM_FI_DEV_BAR1_TOTAL);
+    mem->fbTotal = attr_uint(id, DCGM_FI_DEV_FB_TOTAL);
+    mem->fbUsed = attr_uint(id, DCGM_FI_DEV_FB_USED);
+    mem->fbFree = attr_uint(id, DCGM_FI_DEV_FB_FREE);
+    RETURN(DCGM_ST_OK);
+}
+
+/* nvlink_path is the DCGM_TOPOLOGY_NVLINKn bit for n links: one-hot bits
+ * from DCGM_TOPOLOGY_NVLINK1 = 0x100 upwards (dcgm_structs.h). */
+static uint64_t nvlink_path(int links)
+{
+    if (links <= 0 || links > DCGM_NVLINK_MAX_LINKS_PER_GPU)
+        return 0;
+    return (uint64_t)DCGM_TOPOLOGY_NVLINK1 << (links - 1);
+}
+
+/* dcgmGetDeviceTopology checks the version (tsapiEngineGetDeviceTopology in
+ * DcgmApi.cpp accepts dcgmDeviceTopology_version2 and _version1, anything
+ * else is DCGM_ST_VER_MISMATCH; the fake fills version 2 only, what go-dcgm
+ * passes, and answers VER_MISMATCH for version 1 too) and lists the path to
+ * every other GPU. An unknown GPU is DCGM_ST_BADPARAM and a known GPU DCGM
+ * cannot reach is DCGM_ST_GPU_IS_LOST (FillDeviceTopology). Two GPUs on one
+ * NUMA node are DCGM_TOPOLOGY_CPU apart, others DCGM_TOPOLOGY_SYSTEM; two
+ * GPUs with NvLinks are also joined by min(links) NvLinks. */
+API dcgmReturn_t dcgmGetDeviceTopology(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
+                                       dcgmDeviceTopology_t *pDcgmDeviceTopology)
+{
+    ENTER("dcgmGetDeviceTopology");
+    if (!pDcgmDeviceTopology)
+        RETURN(DCGM_ST_BADPARAM);
+    if (pDcgmDeviceTopology->version != dcgmDeviceTopology_version2)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(pDcgmHandle);
+    struct gpu *g = find_gpu((int)gpuId);
+    if (!g)
+        RETURN(DCGM_ST_BADPARAM);
+    if (g->status != ST_OK)
+        RETURN(DCGM_ST_GPU_IS_LOST);
+    dcgmDeviceTopology_v2 *t = pDcgmDeviceTopology;
+    memset(t, 0, sizeof(*t));
+    t->version = dcgmDeviceTopology_version2;
+    for (int w = 0; w < DCGM_AFFINITY_BITMASK_ARRAY_SIZE && w < 4; w++)
+        t->cpuAffinityMask[w] = (unsigned long)cpu_affinity_word(g, w);
+    for (int i = 0; i < st.ngpus && t->numGpus < DCGM_MAX_NUM_DEVICES - 1; i++) {
+        struct gpu *o = &st.gpus[i];
+        if (o == g || o->status != ST_OK)
+            continue;
+        int links = g->links < o->links ? g->links : o->links;
+        uint64_t path = (o->numa == g->numa ? DCGM_TOPOLOGY_CPU : DCGM_TOPOLOGY_SYSTEM) | nvlink_path(links);
+        t->gpuPaths[t->numGpus].gpuId = (unsigned int)o->id;
+        t->gpuPaths[t->numGpus].path = (dcgmGpuTopologyLevel_t)path;
+        t->gpuPaths[t->numGpus].localNvLinkIds = links > 0 ? (links >= 64 ? ~0ULL : (1ULL << links) - 1) : 0;
+        t->numGpus++;
+    }
+    RETURN(DCGM_ST_OK);
+}
+
+/* fill_link_states sets a GPU's link states: its first links links are up
+ * (down when DCGM cannot reach the GPU), the rest not supported, the default
+ * for GPUs (dcgm_structs.h, dcgmNvLinkLinkState_t). */
+static void fill_link_states(const struct gpu *g, dcgmNvLinkLinkState_t *states, int n)
+{
+    for (int j = 0; j < n; j++)
+        states[j] = j < g->links ? (g->status == ST_OK ? DcgmNvLinkLinkStateUp : DcgmNvLinkLinkStateDown)
+                                 : DcgmNvLinkLinkStateNotSupported;
+}
+
+/* dcgmGetNvLinkLinkStatus accepts dcgmNvLinkStatus_version5 and _version4
+ * and answers DCGM_ST_VER_MISMATCH to any other version
+ * (tsapiGetNvLinkLinkStatus in DcgmApi.cpp). The fake has no NvSwitches. */
+API dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStatus_v5 *linkStatus)
+{
+    ENTER("dcgmGetNvLinkLinkStatus");
+    if (!linkStatus)
+        RETURN(DCGM_ST_BADPARAM);
+    if (linkStatus->version != dcgmNvLinkStatus_version5 && linkStatus->version != dcgmNvLinkStatus_version4)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(dcgmHandle);
+    if (linkStatus->version == dcgmNvLinkStatus_version5) {
+        dcgmNvLinkStatus_v5 *ls = linkStatus;
+        memset(ls, 0, sizeof(*ls));
+        ls->version = dcgmNvLinkStatus_version5;
+        for (int i = 0; i < st.ngpus && ls->numGpus < DCGM_MAX_NUM_DEVICES; i++) {
+            ls->gpus[ls->numGpus].entityId = (dcgm_field_eid_t)st.gpus[i].id;
+            fill_link_states(&st.gpus[i], ls->gpus[ls->numGpus].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU);
+            ls->numGpus++;
+        }
+        RETURN(DCGM_ST_OK);
+    }
+    if (linkStatus->version == dcgmNvLinkStatus_version4) {
+        dcgmNvLinkStatus_v4 *ls = (dcgmNvLinkStatus_v4 *)linkStatus;
+        memset(ls, 0, sizeof(*ls));
+        ls->version = dcgmNvLinkStatus_version4;
+        for (int i = 0; i < st.ngpus && ls->numGpus < DCGM_MAX_NUM_DEVICES; i++) {
+            ls->gpus[ls->numGpus].entityId = (dcgm_field_eid_t)st.gpus[i].id;
+            fill_link_states(&st.gpus[i], ls->gpus[ls->numGpus].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3);
+            ls->numGpus++;
+        }
+        RETURN(DCGM_ST_OK);
+    }
+    RETURN(DCGM_ST_VER_MISMATCH);
+}
+
+/* dcgmGetEntityGroupEntities lists the entities of a group: GPUs, GPU
+ * instances, compute instances; the fake has no others and lists none.
+ * DCGM_GEGE_FLAG_ONLY_SUPPORTED leaves out entities on GPUs DCGM cannot use.
+ * *numEntities is capacity in, count out; a count above the capacity is
+ * DCGM_ST_INSUFFICIENT_SIZE (tsapiGetEntityGroupEntities in DcgmApi.cpp). */
+API dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle, dcgm_field_entity_group_t entityGroup,
+                                            dcgm_field_eid_t *entities, int *numEntities, unsigned int flags)
+{
+    ENTER("dcgmGetEntityGroupEntities");
+    if (!entities || !numEntities)
+        RETURN(DCGM_ST_BADPARAM);
+    HANDLE(dcgmHandle);
+    int capacity = *numEntities, n = 0;
+    int only = (flags & DCGM_GEGE_FLAG_ONLY_SUPPORTED) != 0;
+#define ADD_ENTITY(id_)                                                                                              \
+    do {                                                                                                             \
+        if (n < capacity)                                                                                            \
+            entities[n] = (dcgm_field_eid_t)(id_);                                                                   \
+        n++;                                                                                                         \
+    } while (0)
+    switch (entityGroup) {
+    case DCGM_FE_GPU:
+        for (int i = 0; i < st.ngpus; i++)
+            if (!only || st.gpus[i].status == ST_OK)
+                ADD_ENTITY(st.gpus[i].id);
+        break;
+    case DCGM_FE_GPU_I:
+        for (int i = 0; i < st.ngis; i++) {
+            struct gpu *g = find_gpu(st.gis[i].gpu);
+            if (g && (!only || g->status == ST_OK))
+                ADD_ENTITY(st.gis[i].id);
+        }
+        break;
+    case DCGM_FE_GPU_CI:
+        for (int i = 0; i < st.ncis; i++) {
+            struct gpu *g = gpu_of(DCGM_FE_GPU_CI, st.cis[i].id);
+            if (g && (!only || g->status == ST_OK))
+                ADD_ENTITY(st.cis[i].id);
+        }
+        break;
+    default:
+        break;
+    }
+#undef ADD_ENTITY
+    *numEntities = n;
+    RETURN(n > capacity ? DCGM_ST_INSUFFICIENT_SIZE : DCGM_ST_OK);
 }
 
 /* ---- groups ---------------------------------------------------------------- */
@@ -1507,19 +1872,180 @@ API dcgmReturn_t dcgmHealthCheck(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
 
 /* ---- field metadata ------------------------------------------------------------ */
 
+/* struct fact is one row of DCGM's field table: the arguments DCGM 4.6.0
+ * passes to DcgmFieldsPopulateOneFieldWithFormatting in
+ * dcgmlib/src/dcgm_fields.cpp (NVIDIA/DCGM), for every field gpu-exporter's
+ * catalog reads, the inventory reads, dcgmGetDeviceAttributes reads and
+ * go-dcgm's GetDeviceInfo helpers read. Field ids are the dcgm_fields.h
+ * macros, so they come from the headers this file is compiled against; the
+ * rows were written from DCGM's table, not from gpu-exporter's catalog, so
+ * that the fake can disagree with the catalog. The unit is the dmon unit
+ * string after DCGM's copy into char[4] (SafeCopyTo truncates "MB/s"). */
+struct fact {
+    unsigned short id;
+    char type;
+    unsigned char size;
+    const char *tag;
+    int scope;
+    int nvml;
+    dcgm_field_entity_group_t level;
+    const char *shortName, *unit;
+};
+
+static const struct fact facts[] = {
+    {DCGM_FI_SYSTEM_DRIVER_VERSION, DCGM_FT_STRING, 0, "driver_version", DCGM_FS_GLOBAL, 0, DCGM_FE_NONE, "DRVER", "#"},
+    {DCGM_FI_SYSTEM_NVML_VERSION, DCGM_FT_STRING, 0, "nvml_version", DCGM_FS_GLOBAL, 0, DCGM_FE_NONE, "NVVER", "#"},
+    {DCGM_FI_DEV_GPU_NAME, DCGM_FT_STRING, 0, "name", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "DVNAM", ""},
+    {DCGM_FI_DEV_GPU_BRAND, DCGM_FT_STRING, 0, "brand", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "DVBRN", ""},
+    {DCGM_FI_DEV_BOARD_SERIAL, DCGM_FT_STRING, 0, "serial_number", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "SRNUM", ""},
+    {DCGM_FI_DEV_GPU_UUID, DCGM_FT_STRING, 0, "uuid", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "UUID#", ""},
+    {DCGM_FI_DEV_GPU_MINOR_NUMBER, DCGM_FT_INT64, 8, "minor_number", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "MNNUM", ""},
+    {DCGM_FI_DEV_INFOROM_OEM_VERSION, DCGM_FT_STRING, 0, "oem_inforom_version", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "OEMVR", "#"},
+    {DCGM_FI_DEV_PCI_BUS_ID, DCGM_FT_STRING, 0, "pci_busid", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PCBID", "#"},
+    {DCGM_FI_DEV_CPU_AFFINITY_0, DCGM_FT_INT64, 8, "cpu_affinity_0", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "CAFF0", ""},
+    {DCGM_FI_DEV_CPU_AFFINITY_1, DCGM_FT_INT64, 8, "cpu_affinity_1", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "CAFF1", ""},
+    {DCGM_FI_DEV_CPU_AFFINITY_2, DCGM_FT_INT64, 8, "cpu_affinity_2", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "CAFF2", ""},
+    {DCGM_FI_DEV_CPU_AFFINITY_3, DCGM_FT_INT64, 8, "cpu_affinity_3", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "CAFF3", ""},
+    {DCGM_FI_DEV_INFOROM_ECC_VERSION, DCGM_FT_STRING, 0, "ecc_inforom_version", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "EIVER", "#"},
+    {DCGM_FI_DEV_INFOROM_POWER_VERSION, DCGM_FT_STRING, 0, "power_inforom_version", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PIVER", "#"},
+    {DCGM_FI_DEV_INFOROM_IMAGE_VERSION, DCGM_FT_STRING, 0, "inforom_image_version", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "IIVER", "#"},
+    {DCGM_FI_DEV_VBIOS_VERSION, DCGM_FT_STRING, 0, "vbios_version", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "VBVER", ""},
+    {DCGM_FI_DEV_BAR1_TOTAL, DCGM_FT_INT64, 8, "bar1_total", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "B1TTL", ""},
+    {DCGM_FI_DEV_SM_CLOCK, DCGM_FT_INT64, 8, "sm_clock", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "SMCLK", ""},
+    {DCGM_FI_DEV_MEM_CLOCK, DCGM_FT_INT64, 8, "memory_clock", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "MMCLK", ""},
+    {DCGM_FI_DEV_CLOCKS_EVENT_REASONS, DCGM_FT_INT64, 0, "current_clocks_event_reasons", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "DVCCTR", ""},
+    {DCGM_FI_DEV_MEMORY_TEMP_CELSIUS, DCGM_FT_INT64, 8, "memory_temp", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "MMTMP", "C"},
+    {DCGM_FI_DEV_GPU_TEMP_CELSIUS, DCGM_FT_INT64, 8, "gpu_temp", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "TMPTR", " C"},
+    {DCGM_FI_DEV_BOARD_POWER_WATTS, DCGM_FT_DOUBLE, 8, "power_usage", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "POWER", " W"},
+    {DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FT_INT64, 8, "total_energy_consumption", DCGM_FS_DEVICE, NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FE_GPU, "TOTEC", " mJ"},
+    {DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS, DCGM_FT_INT64, 8, "slowdown_temp", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "SDTMP", " C"},
+    {DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS, DCGM_FT_INT64, 8, "shutdown_temp", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "SHTMP", " C"},
+    {DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS, DCGM_FT_DOUBLE, 8, "power_management_limit", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PMLMT", " W"},
+    {DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS, DCGM_FT_DOUBLE, 8, "power_management_limit_min", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PMMIN", " W"},
+    {DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS, DCGM_FT_DOUBLE, 8, "power_management_limit_max", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PMMAX", " W"},
+    {DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS, DCGM_FT_DOUBLE, 8, "power_management_limit_default", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PMDEF", " W"},
+    {DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS, DCGM_FT_DOUBLE, 8, "enforced_power_limit", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "EPLMT", " W"},
+    {DCGM_FI_DEV_PCIE_REPLAY_TOTAL, DCGM_FT_INT64, 8, "pcie_replay_counter", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "RPCTR", "#"},
+    {DCGM_FI_DEV_GPU_UTIL_RATIO, DCGM_FT_INT64, 8, "gpu_utilization", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "GPUTL", ""},
+    {DCGM_FI_DEV_MEM_COPY_UTIL, DCGM_FT_INT64, 8, "mem_copy_utilization", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "MCUTL", ""},
+    {DCGM_FI_DEV_ENC_UTIL, DCGM_FT_INT64, 8, "enc_utilization", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "ECUTL", ""},
+    {DCGM_FI_DEV_DEC_UTIL, DCGM_FT_INT64, 8, "dec_utilization", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "DCUTL", ""},
+    {DCGM_FI_DEV_XID_ERROR, DCGM_FT_INT64, 8, "xid_errors", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "XIDER", ""},
+    {DCGM_FI_DEV_PCIE_MAX_LINK_GEN, DCGM_FT_INT64, 8, "pcie_max_link_gen", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PCIMG", ""},
+    {DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH, DCGM_FT_INT64, 8, "pcie_max_link_width", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PCIMW", ""},
+    {DCGM_FI_DEV_POWER_VIOLATION, DCGM_FT_INT64, 8, "power_violation", DCGM_FS_DEVICE, NVML_FI_DEV_PERF_POLICY_POWER, DCGM_FE_GPU, "PVIOL", ""},
+    {DCGM_FI_DEV_THERMAL_VIOLATION, DCGM_FT_INT64, 8, "thermal_violation", DCGM_FS_DEVICE, NVML_FI_DEV_PERF_POLICY_THERMAL, DCGM_FE_GPU, "TVIOL", ""},
+    {DCGM_FI_DEV_FB_TOTAL, DCGM_FT_INT64, 8, "fb_total", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FBTTL", ""},
+    {DCGM_FI_DEV_FB_FREE, DCGM_FT_INT64, 8, "fb_free", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FBFRE", ""},
+    {DCGM_FI_DEV_FB_USED, DCGM_FT_INT64, 8, "fb_used", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FBUSD", ""},
+    {DCGM_FI_DEV_FB_RESERVED, DCGM_FT_INT64, 8, "fb_resv", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FBRSV", ""},
+    {DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, DCGM_FT_INT64, 8, "ecc_sbe_volatile_total", DCGM_FS_DEVICE, NVML_FI_DEV_ECC_SBE_VOL_TOTAL, DCGM_FE_GPU, "ESVTL", ""},
+    {DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, DCGM_FT_INT64, 8, "ecc_dbe_volatile_total", DCGM_FS_DEVICE, NVML_FI_DEV_ECC_DBE_VOL_TOTAL, DCGM_FE_GPU, "EDVTL", ""},
+    {DCGM_FI_DEV_ECC_SBE_AGG_TOTAL, DCGM_FT_INT64, 8, "ecc_sbe_aggregate_total", DCGM_FS_DEVICE, NVML_FI_DEV_ECC_SBE_AGG_TOTAL, DCGM_FE_GPU, "ESATL", ""},
+    {DCGM_FI_DEV_ECC_DBE_AGG_TOTAL, DCGM_FT_INT64, 8, "ecc_dbe_aggregate_total", DCGM_FS_DEVICE, NVML_FI_DEV_ECC_DBE_AGG_TOTAL, DCGM_FE_GPU, "EDATL", ""},
+    {DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL, DCGM_FT_INT64, 8, "retired_pages_sbe", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "RPSBE", ""},
+    {DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL, DCGM_FT_INT64, 8, "retired_pages_dbe", DCGM_FS_DEVICE, NVML_FI_DEV_RETIRED_DBE, DCGM_FE_GPU, "RPDBE", ""},
+    {DCGM_FI_DEV_PAGE_RETIRED_PENDING, DCGM_FT_INT64, 8, "retired_pages_pending", DCGM_FS_DEVICE, NVML_FI_DEV_RETIRED_PENDING, DCGM_FE_GPU, "RPPEN", ""},
+    {DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL, DCGM_FT_INT64, 8, "uncorrectable_remapped_rows", DCGM_FS_DEVICE, NVML_FI_DEV_REMAPPED_UNC, DCGM_FE_GPU, "URMPS", ""},
+    {DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL, DCGM_FT_INT64, 8, "correctable_remapped_rows", DCGM_FS_DEVICE, NVML_FI_DEV_REMAPPED_COR, DCGM_FE_GPU, "CRMPS", ""},
+    {DCGM_FI_DEV_ROW_REMAP_FAILED, DCGM_FT_INT64, 8, "row_remap_failure", DCGM_FS_DEVICE, NVML_FI_DEV_REMAPPED_FAILURE, DCGM_FE_GPU, "RRF", ""},
+    {DCGM_FI_DEV_ROW_REMAP_PENDING, DCGM_FT_INT64, 8, "row_remap_pending", DCGM_FS_DEVICE, NVML_FI_DEV_REMAPPED_PENDING, DCGM_FE_GPU, "RRP", ""},
+    {DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL, DCGM_FT_INT64, 8, "nvlink_throughput_total", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "NBWLT", "MB/"},
+    {DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "gr_engine_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "GRACT", ""},
+    {DCGM_FI_PROF_SM_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "sm_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "SMACT", ""},
+    {DCGM_FI_PROF_SM_OCCUPANCY_RATIO, DCGM_FT_DOUBLE, 0, "sm_occupancy", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "SMOCC", ""},
+    {DCGM_FI_PROF_TENSOR_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "tensor_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "TENSO", ""},
+    {DCGM_FI_PROF_DRAM_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "dram_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_I, "DRAMA", ""},
+    {DCGM_FI_PROF_FP64_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "fp64_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FP64A", ""},
+    {DCGM_FI_PROF_FP32_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "fp32_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FP32A", ""},
+    {DCGM_FI_PROF_FP16_UTIL_RATIO, DCGM_FT_DOUBLE, 0, "fp16_active", DCGM_FS_DEVICE, 0, DCGM_FE_GPU_CI, "FP16A", ""},
+    {DCGM_FI_PROF_PCIE_TX_BYTES, DCGM_FT_INT64, 0, "pcie_tx_bytes", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PCITX", ""},
+    {DCGM_FI_PROF_PCIE_RX_BYTES, DCGM_FT_INT64, 0, "pcie_rx_bytes", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "PCIRX", ""},
+    {DCGM_FI_PROF_NVLINK_TX_BYTES, DCGM_FT_INT64, 0, "nvlink_tx_bytes", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "NVLTX", ""},
+    {DCGM_FI_PROF_NVLINK_RX_BYTES, DCGM_FT_INT64, 0, "nvlink_rx_bytes", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "NVLRX", ""},
+    {DCGM_FI_DEV_GPU_RECOVERY_ACTION, DCGM_FT_INT64, 8, "gpu_recovery_action", DCGM_FS_DEVICE,
+     NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, DCGM_FE_GPU, "GPURECOV", ""},
+};
+
+#define NFACTS (sizeof(facts) / sizeof(facts[0]))
+
+static dcgm_field_meta_t metas[NFACTS];
+static dcgm_field_output_format_t formats[NFACTS];
+static const dcgm_field_meta_t *meta_by_id[DCGM_FI_MAX_FIELDS];
+static int table_built;        /* metas[] and meta_by_id[] are filled */
+/* fields_initialized (declared above): DcgmFieldsInit was called, and no
+ * DcgmFieldsTerm since. */
+
+/* build_table fills the metadata table once. */
+static void build_table(void)
+{
+    if (table_built)
+        return;
+    memset(meta_by_id, 0, sizeof(meta_by_id));
+    for (size_t i = 0; i < NFACTS; i++) {
+        const struct fact *f = &facts[i];
+        dcgm_field_meta_t *m = &metas[i];
+        memset(m, 0, sizeof(*m));
+        memset(&formats[i], 0, sizeof(formats[i]));
+        m->fieldId = f->id;
+        m->fieldType = f->type;
+        m->size = f->size;
+        snprintf(m->tag, sizeof(m->tag), "%s", f->tag);
+        m->scope = f->scope;
+        m->nvmlFieldId = f->nvml;
+        m->entityLevel = f->level;
+        snprintf(formats[i].shortName, sizeof(formats[i].shortName), "%s", f->shortName);
+        snprintf(formats[i].unit, sizeof(formats[i].unit), "%s", f->unit);
+        m->valueFormat = &formats[i];
+        if (f->id < DCGM_FI_MAX_FIELDS)
+            meta_by_id[f->id] = m;
+    }
+    table_built = 1;
+}
+
+/* field_meta returns the metadata of a field, or NULL when the fake does not
+ * know it (whether or not the fields module is initialized: the fake's
+ * hostengine side always knows its fields). */
+static const dcgm_field_meta_t *field_meta(int id)
+{
+    if (id <= 0 || id >= DCGM_FI_MAX_FIELDS)
+        return NULL;
+    build_table();
+    return meta_by_id[id];
+}
+
+/* DcgmFieldsInit is idempotent and returns 0 (dcgm_fields.cpp: "if
+ * (dcgmFieldsInitialized) return 0;"). */
 API int DcgmFieldsInit(void)
 {
+    pthread_mutex_lock(&mu);
+    build_table();
+    fields_initialized = 1;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 
+/* DcgmFieldsTerm frees the table; DcgmFieldGetById then returns NULL until
+ * the next DcgmFieldsInit (dcgm_fields.cpp). */
 API int DcgmFieldsTerm(void)
 {
+    pthread_mutex_lock(&mu);
+    fields_initialized = 0;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 
-/* The fake keeps no field metadata: callers get "unknown field". */
+/* DcgmFieldGetById returns NULL before DcgmFieldsInit (dcgmInit calls it,
+ * DcgmApi.cpp), for ids at or past DCGM_FI_MAX_FIELDS, and for ids DCGM has
+ * no row for (dcgmFieldMeta[fieldId] is NULL there), as dcgm_fields.cpp
+ * does. The fake knows only the rows of facts[]: another id is "unknown",
+ * which go-dcgm's FieldGetByID reports as not recognized. */
 API dcgm_field_meta_p DcgmFieldGetById(unsigned short fieldId)
 {
-    (void)fieldId;
-    return NULL;
+    pthread_mutex_lock(&mu);
+    count_call("DcgmFieldGetById");
+    const dcgm_field_meta_t *m = fields_initialized ? field_meta(fieldId) : NULL;
+    write_calls();
+    pthread_mutex_unlock(&mu);
+    return m;
 }
