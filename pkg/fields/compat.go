@@ -1,7 +1,5 @@
 package fields
 
-import "strings"
-
 // Field ids the renderer treats specially in dcgm naming.
 const (
 	// ClockEventReasonsID is DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, the bitmask
@@ -31,55 +29,71 @@ const (
 // MIG instance takes its GPU's values.
 func labelTable() []Field {
 	return []Field{
-		{ID: DriverVersionID, DCGMName: "DCGM_FI_DRIVER_VERSION", Aliases: []string{"DCGM_FI_SYSTEM_DRIVER_VERSION"},
+		{ID: DriverVersionID, DCGMName: "DCGM_FI_DRIVER_VERSION",
 			Help: "NVIDIA driver version.", DCGMDefault: true, Levels: gpuOnly, Kind: Label},
-		{ID: 2, DCGMName: "DCGM_FI_NVML_VERSION", Aliases: []string{"DCGM_FI_SYSTEM_NVML_VERSION"},
+		{ID: 2, DCGMName: "DCGM_FI_NVML_VERSION",
 			Help: "NVML library version.", Levels: gpuOnly, Kind: Label},
-		{ID: 51, DCGMName: "DCGM_FI_DEV_BRAND", Aliases: []string{"DCGM_FI_DEV_GPU_BRAND"},
+		{ID: 51, DCGMName: "DCGM_FI_DEV_BRAND",
 			Help: "Product brand of the GPU.", Levels: gpuOnly, Kind: Label},
-		{ID: 53, DCGMName: "DCGM_FI_DEV_SERIAL", Aliases: []string{"DCGM_FI_DEV_BOARD_SERIAL"},
+		{ID: 53, DCGMName: "DCGM_FI_DEV_SERIAL",
 			Help: "Board serial number.", Levels: gpuOnly, Kind: Label},
-		{ID: 56, DCGMName: "DCGM_FI_DEV_OEM_INFOROM_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_OEM_VERSION"},
+		{ID: 56, DCGMName: "DCGM_FI_DEV_OEM_INFOROM_VER",
 			Help: "InfoROM OEM object version.", Levels: gpuOnly, Kind: Label},
-		{ID: 80, DCGMName: "DCGM_FI_DEV_ECC_INFOROM_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_ECC_VERSION"},
+		{ID: 80, DCGMName: "DCGM_FI_DEV_ECC_INFOROM_VER",
 			Help: "InfoROM ECC object version.", Levels: gpuOnly, Kind: Label},
-		{ID: 81, DCGMName: "DCGM_FI_DEV_POWER_INFOROM_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_POWER_VERSION"},
+		{ID: 81, DCGMName: "DCGM_FI_DEV_POWER_INFOROM_VER",
 			Help: "InfoROM power management object version.", Levels: gpuOnly, Kind: Label},
-		{ID: 82, DCGMName: "DCGM_FI_DEV_INFOROM_IMAGE_VER", Aliases: []string{"DCGM_FI_DEV_INFOROM_IMAGE_VERSION"},
+		{ID: 82, DCGMName: "DCGM_FI_DEV_INFOROM_IMAGE_VER",
 			Help: "InfoROM image version.", Levels: gpuOnly, Kind: Label},
 		{ID: 85, DCGMName: "DCGM_FI_DEV_VBIOS_VERSION",
 			Help: "VBIOS version.", Levels: gpuOnly, Kind: Label},
 	}
 }
 
-// notExported returns why name, which dcgm-exporter's shipped counters
-// files use, names nothing gpu-exporter exports; "" for any other name.
-// Those rows are skipped with a warning so that the files still load.
-func notExported(name string) string {
-	switch name {
-	case "DCGM_FI_DEV_VGPU_LICENSE_STATUS":
-		return "vGPU licensing is not collected"
-	case "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "DCGM_FI_DEV_LOW_UTIL_VIOLATION", "DCGM_FI_DEV_RELIABILITY_VIOLATION", "DCGM_BOARD_LIMIT_VIOLATION", "DCGM_LOW_UTIL_VIOLATION", "DCGM_RELIABILITY_VIOLATION", "DCGM_SYNC_BOOST_VIOLATION":
-		return "not in the field catalog"
-	case "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL", "DCGM_NVLINK_DATA_CRC_ERROR_COUNT_TOTAL", "DCGM_NVLINK_FLIT_CRC_ERROR_COUNT_TOTAL", "DCGM_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_NVLINK_REPLAY_ERROR_COUNT_TOTAL":
-		return "NVLink error counters are not collected"
-	case "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", "DCGM_FI_DEV_NVLINK_THROUGHPUT_L0":
-		return "per-lane NVLink counters are not collected"
-	case "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_PCIE_TX_THROUGHPUT":
-		return "use DCGM_FI_PROF_PCIE_TX_BYTES"
-	case "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_PCIE_RX_THROUGHPUT":
-		return "use DCGM_FI_PROF_PCIE_RX_BYTES"
-	case "DCGM_EXP_GPU_HEALTH_STATUS":
-		return "DCGM health checks are not exported as a metric"
-	case "DCGM_EXP_P2P_STATUS":
-		return "P2P link status is not collected"
+// notExportedTable lists names dcgm-exporter's shipped counters files use
+// for things gpu-exporter does not export, with the reason. Counters-file
+// rows naming them are skipped with that reason so that the files still
+// load. Names are upper case (lookups ignore case): DCGM_SYNC_BOOST_VIOLATION
+// is the 1.x name dcgm_sync_boost_violation. A DCGM field name missing here
+// and from the catalog is skipped too, with a generic reason
+// (Catalog.DCGMFieldID); this list gives the better one.
+func notExportedTable() []struct {
+	names  []string
+	reason string
+} {
+	return []struct {
+		names  []string
+		reason string
+	}{
+		{[]string{"DCGM_FI_DEV_VGPU_LICENSE_STATUS"}, "vGPU licensing is not collected"},
+		{[]string{
+			"DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "DCGM_FI_DEV_LOW_UTIL_VIOLATION", "DCGM_FI_DEV_RELIABILITY_VIOLATION",
+			"DCGM_BOARD_LIMIT_VIOLATION", "DCGM_LOW_UTIL_VIOLATION", "DCGM_RELIABILITY_VIOLATION", "DCGM_SYNC_BOOST_VIOLATION",
+		}, "not in the field catalog"},
+		{[]string{
+			"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+			"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL",
+			"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL", "DCGM_NVLINK_DATA_CRC_ERROR_COUNT_TOTAL",
+			"DCGM_NVLINK_FLIT_CRC_ERROR_COUNT_TOTAL", "DCGM_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+		}, "NVLink error counters are not collected"},
+		{[]string{"DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", "DCGM_FI_DEV_NVLINK_THROUGHPUT_L0"}, "per-lane NVLink counters are not collected"},
+		{[]string{"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_PCIE_TX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_TX_BYTES"},
+		{[]string{"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_PCIE_RX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_RX_BYTES"},
+		{[]string{"DCGM_EXP_GPU_HEALTH_STATUS"}, "DCGM health watches are exported as gpu_health_status, not through the counters file"},
+		{[]string{"DCGM_EXP_P2P_STATUS"}, "P2P link status is not collected"},
 	}
-	return ""
 }
 
 // NotExported reports whether name (any case) is one that dcgm-exporter's
 // counters files use for something gpu-exporter does not export, and why.
 func NotExported(name string) (reason string, ok bool) {
-	reason = notExported(strings.ToUpper(strings.TrimSpace(name)))
-	return reason, reason != ""
+	key := nameKey(name)
+	for _, row := range notExportedTable() {
+		for _, n := range row.names {
+			if n == key {
+				return row.reason, true
+			}
+		}
+	}
+	return "", false
 }

@@ -31,7 +31,7 @@ func TestDCGMUnit(t *testing.T) {
 	cases := map[string]string{
 		"DCGM_FI_DEV_SM_CLOCK": "MHz", "DCGM_FI_DEV_FB_USED": "MiB", "DCGM_FI_DEV_GPU_UTIL": "%",
 		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "mJ", "DCGM_FI_DEV_GPU_TEMP": "celsius", "DCGM_FI_DEV_POWER_USAGE": "watts",
-		"DCGM_FI_PROF_SM_ACTIVE": "ratio", "DCGM_FI_DEV_XID_ERRORS": "",
+		"DCGM_FI_PROF_SM_ACTIVE": "ratio", "DCGM_FI_DEV_XID_ERRORS": "", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "KiB",
 	}
 	for name, want := range cases {
 		f, _ := c.Lookup(name)

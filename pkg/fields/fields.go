@@ -74,10 +74,14 @@ type Field struct {
 	// DCGMName is the DCGM_FI_* name dcgm-exporter exports, which is also the
 	// name used in counters files.
 	DCGMName string
-	// Aliases are other DCGM_FI_* spellings of the same id (DCGM 4 renames).
+	// Aliases are the other DCGM_FI_* names DCGM and go-dcgm releases gave
+	// the same id (DCGM 4.6's base-unit renames, older spellings). New fills
+	// them from dcgm_names.txt; table rows leave them empty.
 	Aliases []string
 	// LegacyName is the dcgm-exporter 1.x name of the field ("dcgm_sm_clock"),
-	// which its 1.x-compatibility counters file lists; empty when it had none.
+	// from go-dcgm's legacy names, which dcgm-exporter's 1.x-compatibility
+	// counters file lists; empty when it had none. New fills it from
+	// dcgm_names.txt.
 	LegacyName string
 	// Name is the Prometheus-conventional exported name, with _total on counters.
 	Name string
@@ -125,7 +129,7 @@ func (f *Field) Scaled(raw float64) float64 {
 }
 
 // DCGMUnit returns the unit of the raw value DCGM reports, which dcgm naming
-// exports unscaled: "MHz", "MiB", "%", "mJ", "µs", or Unit when DCGM already
+// exports unscaled: "MHz", "MiB", "KiB", "%", "mJ", "ns", or Unit when DCGM already
 // reports the base unit.
 func (f *Field) DCGMUnit() string {
 	switch {
@@ -133,6 +137,8 @@ func (f *Field) DCGMUnit() string {
 		return "%"
 	case f.Scale == mebibytes:
 		return "MiB"
+	case f.Scale == kibibytes:
+		return "KiB"
 	case f.Scale == megahertz:
 		return "MHz"
 	case f.Scale == millijoul:
@@ -159,10 +165,13 @@ type Catalog struct {
 	byName  map[string]int
 	labels  []Field
 	byLabel map[string]int
+	// known maps every DCGM field name (upper case) to its id.
+	known map[string]uint16
 }
 
-// New returns the catalog built from the field table. It fails only if the
-// table itself is inconsistent (duplicate ids or names), which a test guards.
+// New returns the catalog built from the field table and the names of
+// dcgm_names.txt. It fails only if they are inconsistent (duplicate ids or
+// names), which a test guards.
 func New() (*Catalog, error) {
 	rows := table()
 	for i := range rows {
@@ -170,44 +179,73 @@ func New() (*Catalog, error) {
 			rows[i].DCGMHelp = rows[i].Help // same unit in both namings
 		}
 	}
-	c := &Catalog{fields: rows, byID: make(map[uint16]int, len(rows)), byName: make(map[string]int, 3*len(rows))}
+	labels := labelTable()
+	names, err := parseNames(dcgmNamesText)
+	if err != nil {
+		return nil, err
+	}
+	known, err := attachNames(names, rows, labels)
+	if err != nil {
+		return nil, err
+	}
+	c := &Catalog{fields: rows, byID: make(map[uint16]int, len(rows)), byName: make(map[string]int, 4*len(rows)), known: known}
 	for i := range rows {
 		f := &rows[i]
 		if _, dup := c.byID[f.ID]; dup {
 			return nil, fmt.Errorf("field catalog: duplicate field id %d (%s)", f.ID, f.DCGMName)
 		}
 		c.byID[f.ID] = i
-		names := append([]string{f.DCGMName, f.Name}, f.Aliases...)
-		if f.LegacyName != "" {
-			names = append(names, f.LegacyName)
-		}
-		for _, n := range names {
-			key := strings.ToUpper(n)
-			if j, dup := c.byName[key]; dup && j != i {
-				return nil, fmt.Errorf("field catalog: name %q used by field ids %d and %d", n, rows[j].ID, f.ID)
-			}
-			c.byName[key] = i
+		if err := c.addNames(c.byName, i, f.ID, f.DCGMName, f.Name); err != nil {
+			return nil, err
 		}
 	}
-	c.labels = labelTable()
+	c.labels = labels
 	c.byLabel = make(map[string]int, 2*len(c.labels))
+	labelByID := make(map[uint16]int, len(c.labels))
 	for i := range c.labels {
 		f := &c.labels[i]
 		if _, dup := c.byID[f.ID]; dup {
 			return nil, fmt.Errorf("field catalog: label field id %d (%s) is also a metric field", f.ID, f.DCGMName)
 		}
-		for _, n := range append([]string{f.DCGMName}, f.Aliases...) {
-			key := strings.ToUpper(n)
-			if _, dup := c.byLabel[key]; dup {
-				return nil, fmt.Errorf("field catalog: label field name %q used twice", n)
+		if _, dup := labelByID[f.ID]; dup {
+			return nil, fmt.Errorf("field catalog: duplicate label field id %d (%s)", f.ID, f.DCGMName)
+		}
+		labelByID[f.ID] = i
+		if err := c.addNames(c.byLabel, i, f.ID, f.DCGMName); err != nil {
+			return nil, err
+		}
+	}
+	// Every name dcgm_names.txt gives a catalog id finds its row.
+	for _, n := range names {
+		if i, ok := c.byID[n.id]; ok {
+			if err := c.addNames(c.byName, i, n.id, n.name); err != nil {
+				return nil, err
 			}
-			if _, dup := c.byName[key]; dup {
-				return nil, fmt.Errorf("field catalog: label field name %q is also a metric field name", n)
+		} else if i, ok := labelByID[n.id]; ok {
+			if err := c.addNames(c.byLabel, i, n.id, n.name); err != nil {
+				return nil, err
 			}
-			c.byLabel[key] = i
+		}
+	}
+	for key := range c.byLabel {
+		if _, dup := c.byName[key]; dup {
+			return nil, fmt.Errorf("field catalog: label field name %q is also a metric field name", key)
 		}
 	}
 	return c, nil
+}
+
+// addNames files names under row i (field id id) of index, refusing a name
+// another row already has.
+func (c *Catalog) addNames(index map[string]int, i int, id uint16, names ...string) error {
+	for _, n := range names {
+		key := nameKey(n)
+		if j, dup := index[key]; dup && j != i {
+			return fmt.Errorf("field catalog: name %q of field id %d is already another field's name", n, id)
+		}
+		index[key] = i
+	}
+	return nil
 }
 
 // MustNew is New for callers that hold the table to be consistent (tests

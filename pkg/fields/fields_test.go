@@ -77,6 +77,7 @@ func TestRequiredFieldsInDefaults(t *testing.T) {
 		"gpu_energy_joules_total", "gpu_sm_clock_hertz", "gpu_memory_clock_hertz", "gpu_pcie_replays_total",
 		"gpu_xid_last_error", "gpu_clock_event_active", "gpu_sm_active_ratio", "gpu_sm_occupancy_ratio",
 		"gpu_tensor_active_ratio", "gpu_dram_active_ratio", "gpu_graphics_engine_active_ratio",
+		"gpu_temperature_slowdown_celsius", "gpu_recovery_action", // the alert rules of issue 17 read them
 	}
 	have := map[string]bool{}
 	for _, f := range c.Defaults() {

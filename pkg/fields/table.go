@@ -3,6 +3,7 @@ package fields
 // Scales from DCGM's native units to base units.
 const (
 	percent   = 0.01    // % -> ratio 0..1
+	kibibytes = 1 << 10 // KiB -> bytes
 	mebibytes = 1 << 20 // MiB -> bytes
 	megahertz = 1e6     // MHz -> Hz
 	millijoul = 1e-3    // mJ -> J
@@ -36,62 +37,62 @@ func clockEventReasons() []Reason {
 func table() []Field {
 	return []Field{
 		// Clocks.
-		{ID: 100, DCGMName: "DCGM_FI_DEV_SM_CLOCK", LegacyName: "dcgm_sm_clock", Name: "gpu_sm_clock_hertz", Type: Gauge, DCGMType: Gauge, Scale: megahertz, Unit: "hertz",
+		{ID: 100, DCGMName: "DCGM_FI_DEV_SM_CLOCK", Name: "gpu_sm_clock_hertz", Type: Gauge, DCGMType: Gauge, Scale: megahertz, Unit: "hertz",
 			DCGMHelp: "SM clock frequency in MHz.",
 			Help:     "SM clock frequency in hertz.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 101, DCGMName: "DCGM_FI_DEV_MEM_CLOCK", LegacyName: "dcgm_memory_clock", Name: "gpu_memory_clock_hertz", Type: Gauge, DCGMType: Gauge, Scale: megahertz, Unit: "hertz",
+		{ID: 101, DCGMName: "DCGM_FI_DEV_MEM_CLOCK", Name: "gpu_memory_clock_hertz", Type: Gauge, DCGMType: Gauge, Scale: megahertz, Unit: "hertz",
 			DCGMHelp: "Memory clock frequency in MHz.",
 			Help:     "Memory clock frequency in hertz.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 112, DCGMName: "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Aliases: []string{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}, Name: "gpu_clock_event_active", Type: Gauge, DCGMType: Gauge, Scale: one,
+		{ID: 112, DCGMName: "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Name: "gpu_clock_event_active", Type: Gauge, DCGMType: Gauge, Scale: one,
 			DCGMHelp: "Active clock event (throttle) reasons as a bitmask of DCGM_CLOCKS_EVENT_REASON_* bits (0: none).",
 			Help:     "Whether a clock event (throttle) reason is active: 1 active, 0 not.", Levels: gpuOnly, Default: true, Kind: Bitmask, Reasons: clockEventReasons()},
 
 		// Temperatures.
-		{ID: 140, DCGMName: "DCGM_FI_DEV_MEMORY_TEMP", Aliases: []string{"DCGM_FI_DEV_MEMORY_TEMP_CELSIUS"}, LegacyName: "dcgm_memory_temp", Name: "gpu_memory_temperature_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
+		{ID: 140, DCGMName: "DCGM_FI_DEV_MEMORY_TEMP", Name: "gpu_memory_temperature_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
 			Help: "Memory temperature in degrees Celsius.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 150, DCGMName: "DCGM_FI_DEV_GPU_TEMP", Aliases: []string{"DCGM_FI_DEV_GPU_TEMP_CELSIUS"}, LegacyName: "dcgm_gpu_temp", Name: "gpu_temperature_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
+		{ID: 150, DCGMName: "DCGM_FI_DEV_GPU_TEMP", Name: "gpu_temperature_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
 			Help: "GPU temperature in degrees Celsius.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 158, DCGMName: "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN", Aliases: []string{"DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS"}, Name: "gpu_temperature_slowdown_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
-			Help: "GPU temperature at which the GPU slows its clocks, in degrees Celsius.", Levels: gpuOnly},
-		{ID: 159, DCGMName: "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN", Aliases: []string{"DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS"}, Name: "gpu_temperature_shutdown_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
+		{ID: 158, DCGMName: "DCGM_FI_DEV_SLOWDOWN_TEMP", Name: "gpu_temperature_slowdown_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
+			Help: "GPU temperature at which the GPU slows its clocks, in degrees Celsius.", Levels: gpuOnly, Default: true},
+		{ID: 159, DCGMName: "DCGM_FI_DEV_SHUTDOWN_TEMP", Name: "gpu_temperature_shutdown_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
 			Help: "GPU temperature at which the GPU shuts down, in degrees Celsius.", Levels: gpuOnly},
 
 		// Power and energy.
-		{ID: 155, DCGMName: "DCGM_FI_DEV_POWER_USAGE", Aliases: []string{"DCGM_FI_DEV_BOARD_POWER_WATTS"}, LegacyName: "dcgm_power_usage", Name: "gpu_power_watts", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "watts",
+		{ID: 155, DCGMName: "DCGM_FI_DEV_POWER_USAGE", Name: "gpu_power_watts", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "watts",
 			Help: "Board power draw in watts.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 156, DCGMName: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", LegacyName: "dcgm_total_energy_consumption", Name: "gpu_energy_joules_total", Type: Counter, DCGMType: Counter, Scale: millijoul, Unit: "joules",
+		{ID: 156, DCGMName: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Name: "gpu_energy_joules_total", Type: Counter, DCGMType: Counter, Scale: millijoul, Unit: "joules",
 			DCGMHelp: "Energy consumed by the GPU since the driver was last loaded, in mJ.",
 			Help:     "Energy consumed by the GPU since the driver was last loaded, in joules.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 160, DCGMName: "DCGM_FI_DEV_POWER_MGMT_LIMIT", Aliases: []string{"DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS"}, Name: "gpu_power_limit_watts", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "watts",
+		{ID: 160, DCGMName: "DCGM_FI_DEV_POWER_MGMT_LIMIT", Name: "gpu_power_limit_watts", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "watts",
 			Help: "Power management limit in watts.", Levels: gpuOnly, Default: true},
-		{ID: 164, DCGMName: "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Aliases: []string{"DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS"}, Name: "gpu_power_enforced_limit_watts", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "watts",
+		{ID: 164, DCGMName: "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Name: "gpu_power_enforced_limit_watts", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "watts",
 			Help: "Power limit the driver enforces, in watts.", Levels: gpuOnly},
 
 		// PCIe.
-		{ID: 202, DCGMName: "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", Aliases: []string{"DCGM_FI_DEV_PCIE_REPLAY_TOTAL"}, LegacyName: "dcgm_pcie_replay_counter", Name: "gpu_pcie_replays_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 202, DCGMName: "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", Name: "gpu_pcie_replays_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "PCIe replays (retries) since the driver was last loaded.", Levels: gpuOnly, Default: true, DCGMDefault: true},
 
 		// Utilization.
-		{ID: 203, DCGMName: "DCGM_FI_DEV_GPU_UTIL", Aliases: []string{"DCGM_FI_DEV_GPU_UTIL_RATIO"}, LegacyName: "dcgm_gpu_utilization", Name: "gpu_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
+		{ID: 203, DCGMName: "DCGM_FI_DEV_GPU_UTIL", Name: "gpu_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
 			DCGMHelp: "Share of the last sample period during which a kernel ran on the GPU, in percent (0-100).",
 			Help:     "Fraction of the last sample period during which a kernel ran on the GPU (0-1).", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 204, DCGMName: "DCGM_FI_DEV_MEM_COPY_UTIL", LegacyName: "dcgm_mem_copy_utilization", Name: "gpu_memory_copy_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
+		{ID: 204, DCGMName: "DCGM_FI_DEV_MEM_COPY_UTIL", Name: "gpu_memory_copy_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
 			DCGMHelp: "Share of the last sample period during which device memory was read or written, in percent (0-100).",
 			Help:     "Fraction of the last sample period during which device memory was read or written (0-1).", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 206, DCGMName: "DCGM_FI_DEV_ENC_UTIL", LegacyName: "dcgm_enc_utilization", Name: "gpu_encoder_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
+		{ID: 206, DCGMName: "DCGM_FI_DEV_ENC_UTIL", Name: "gpu_encoder_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
 			DCGMHelp: "Video encoder utilization in percent (0-100).",
 			Help:     "Video encoder utilization (0-1).", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 207, DCGMName: "DCGM_FI_DEV_DEC_UTIL", LegacyName: "dcgm_dec_utilization", Name: "gpu_decoder_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
+		{ID: 207, DCGMName: "DCGM_FI_DEV_DEC_UTIL", Name: "gpu_decoder_utilization_ratio", Type: Gauge, DCGMType: Gauge, Scale: percent, Unit: "ratio",
 			DCGMHelp: "Video decoder utilization in percent (0-100).",
 			Help:     "Video decoder utilization (0-1).", Levels: gpuOnly, Default: true, DCGMDefault: true},
 
 		// Errors and violations.
-		{ID: 230, DCGMName: "DCGM_FI_DEV_XID_ERRORS", Aliases: []string{"DCGM_FI_DEV_XID_ERROR"}, LegacyName: "dcgm_xid_errors", Name: "gpu_xid_last_error", Type: Gauge, DCGMType: Gauge, Scale: one,
+		{ID: 230, DCGMName: "DCGM_FI_DEV_XID_ERRORS", Name: "gpu_xid_last_error", Type: Gauge, DCGMType: Gauge, Scale: one,
 			Help: "Code of the last XID error the driver reported for the GPU (0: none since the driver was loaded).", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 240, DCGMName: "DCGM_FI_DEV_POWER_VIOLATION", LegacyName: "dcgm_power_violation", Name: "gpu_power_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
+		{ID: 240, DCGMName: "DCGM_FI_DEV_POWER_VIOLATION", Name: "gpu_power_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
 			DCGMHelp: "Time the GPU spent throttled by its power limit, as DCGM's violation counter reports it.",
 			Help:     "Time the GPU spent throttled by its power limit, in seconds.", Levels: gpuOnly},
-		{ID: 241, DCGMName: "DCGM_FI_DEV_THERMAL_VIOLATION", LegacyName: "dcgm_thermal_violation", Name: "gpu_thermal_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
+		{ID: 241, DCGMName: "DCGM_FI_DEV_THERMAL_VIOLATION", Name: "gpu_thermal_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
 			DCGMHelp: "Time the GPU spent throttled by thermal limits, as DCGM's violation counter reports it.",
 			Help:     "Time the GPU spent throttled by thermal limits, in seconds.", Levels: gpuOnly},
 
@@ -99,10 +100,10 @@ func table() []Field {
 		{ID: 250, DCGMName: "DCGM_FI_DEV_FB_TOTAL", Name: "gpu_memory_total_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
 			DCGMHelp: "Total framebuffer memory in MiB.",
 			Help:     "Total framebuffer memory in bytes.", Levels: gpuOrGI, Default: true},
-		{ID: 251, DCGMName: "DCGM_FI_DEV_FB_FREE", LegacyName: "dcgm_fb_free", Name: "gpu_memory_free_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
+		{ID: 251, DCGMName: "DCGM_FI_DEV_FB_FREE", Name: "gpu_memory_free_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
 			DCGMHelp: "Free framebuffer memory in MiB.",
 			Help:     "Free framebuffer memory in bytes.", Levels: gpuOrGI, Default: true, DCGMDefault: true},
-		{ID: 252, DCGMName: "DCGM_FI_DEV_FB_USED", LegacyName: "dcgm_fb_used", Name: "gpu_memory_used_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
+		{ID: 252, DCGMName: "DCGM_FI_DEV_FB_USED", Name: "gpu_memory_used_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
 			DCGMHelp: "Used framebuffer memory in MiB.",
 			Help:     "Used framebuffer memory in bytes.", Levels: gpuOrGI, Default: true, DCGMDefault: true},
 		{ID: 253, DCGMName: "DCGM_FI_DEV_FB_RESERVED", Name: "gpu_memory_reserved_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
@@ -110,55 +111,66 @@ func table() []Field {
 			Help:     "Framebuffer memory reserved by the driver, in bytes.", Levels: gpuOrGI, DCGMDefault: true},
 
 		// ECC.
-		{ID: 310, DCGMName: "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", LegacyName: "dcgm_ecc_sbe_volatile_total", Name: "gpu_ecc_single_bit_volatile_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 310, DCGMName: "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", Name: "gpu_ecc_single_bit_volatile_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Single-bit (corrected) ECC errors since the driver was last loaded.", Levels: gpuOnly, Default: true},
-		{ID: 311, DCGMName: "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", LegacyName: "dcgm_ecc_dbe_volatile_total", Name: "gpu_ecc_double_bit_volatile_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 311, DCGMName: "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Name: "gpu_ecc_double_bit_volatile_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Double-bit (uncorrected) ECC errors since the driver was last loaded.", Levels: gpuOnly, Default: true},
-		{ID: 312, DCGMName: "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", LegacyName: "dcgm_ecc_sbe_aggregate_total", Name: "gpu_ecc_single_bit_aggregate_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 312, DCGMName: "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", Name: "gpu_ecc_single_bit_aggregate_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Single-bit (corrected) ECC errors over the life of the GPU.", Levels: gpuOnly, Default: true},
-		{ID: 313, DCGMName: "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", LegacyName: "dcgm_ecc_dbe_aggregate_total", Name: "gpu_ecc_double_bit_aggregate_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 313, DCGMName: "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", Name: "gpu_ecc_double_bit_aggregate_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Double-bit (uncorrected) ECC errors over the life of the GPU.", Levels: gpuOnly, Default: true},
 
 		// Retired pages and remapped rows.
-		{ID: 390, DCGMName: "DCGM_FI_DEV_RETIRED_SBE", Aliases: []string{"DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL"}, LegacyName: "dcgm_retired_pages_sbe", Name: "gpu_retired_pages_single_bit_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 390, DCGMName: "DCGM_FI_DEV_RETIRED_SBE", Name: "gpu_retired_pages_single_bit_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Memory pages retired for multiple single-bit ECC errors.", Levels: gpuOnly, Default: true},
-		{ID: 391, DCGMName: "DCGM_FI_DEV_RETIRED_DBE", Aliases: []string{"DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL"}, LegacyName: "dcgm_retired_pages_dbe", Name: "gpu_retired_pages_double_bit_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 391, DCGMName: "DCGM_FI_DEV_RETIRED_DBE", Name: "gpu_retired_pages_double_bit_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Memory pages retired for a double-bit ECC error.", Levels: gpuOnly, Default: true},
-		{ID: 392, DCGMName: "DCGM_FI_DEV_RETIRED_PENDING", Aliases: []string{"DCGM_FI_DEV_PAGE_RETIRED_PENDING"}, LegacyName: "dcgm_retired_pages_pending", Name: "gpu_retired_pages_pending", Type: Gauge, DCGMType: Counter, Scale: one,
+		{ID: 392, DCGMName: "DCGM_FI_DEV_RETIRED_PENDING", Name: "gpu_retired_pages_pending", Type: Gauge, DCGMType: Counter, Scale: one,
 			Help: "Memory pages waiting to be retired at the next driver reload.", Levels: gpuOnly, Default: true},
-		{ID: 393, DCGMName: "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", Aliases: []string{"DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL"}, Name: "gpu_remapped_rows_uncorrectable_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 393, DCGMName: "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", Name: "gpu_remapped_rows_uncorrectable_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Memory rows remapped for uncorrectable errors.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 394, DCGMName: "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", Aliases: []string{"DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL"}, Name: "gpu_remapped_rows_correctable_total", Type: Counter, DCGMType: Counter, Scale: one,
+		{ID: 394, DCGMName: "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", Name: "gpu_remapped_rows_correctable_total", Type: Counter, DCGMType: Counter, Scale: one,
 			Help: "Memory rows remapped for correctable errors.", Levels: gpuOnly, Default: true, DCGMDefault: true},
-		{ID: 395, DCGMName: "DCGM_FI_DEV_ROW_REMAP_FAILURE", Aliases: []string{"DCGM_FI_DEV_ROW_REMAP_FAILED"}, Name: "gpu_row_remap_failure", Type: Gauge, DCGMType: Gauge, Scale: one,
+		{ID: 395, DCGMName: "DCGM_FI_DEV_ROW_REMAP_FAILURE", Name: "gpu_row_remap_failure", Type: Gauge, DCGMType: Gauge, Scale: one,
 			Help: "Whether a memory row remapping failed: 1 failed, 0 not.", Levels: gpuOnly, Default: true, DCGMDefault: true},
 		{ID: 396, DCGMName: "DCGM_FI_DEV_ROW_REMAP_PENDING", Name: "gpu_row_remap_pending", Type: Gauge, DCGMType: Gauge, Scale: one,
 			Help: "Whether a memory row remapping waits for a GPU reset: 1 pending, 0 not.", Levels: gpuOnly, Default: true},
 
+		// Recovery. DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION (DCGM 4.5; DCGM 4.6
+		// renames it DCGM_FI_DEV_GPU_RECOVERY_ACTION) reports NVML's
+		// nvmlDeviceGpuRecoveryAction_t; values 5-7 come from newer nvml.h.
+		{ID: 1523, DCGMName: "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION", Name: "gpu_recovery_action", Type: Gauge, DCGMType: Gauge, Scale: one,
+			Help: "Recovery action the driver asks for: 0 none, 1 GPU reset, 2 node reboot, 3 drain peer-to-peer traffic, 4 drain and reset, " +
+				"5 recover the IMEX domain, 6 PCIe bus reset, 7 system reboot.", Levels: gpuOnly, Default: true},
+
 		// NVLink.
-		{ID: 449, DCGMName: "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", Aliases: []string{"DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL"}, LegacyName: "dcgm_nvlink_bandwidth_total", Name: "gpu_nvlink_bandwidth_kibibytes_total", Type: Counter, DCGMType: Counter, Scale: one,
-			Help: "NVLink data counter for all lanes, as DCGM reports it (KiB).", Levels: gpuOnly | LevelNVLink, DCGMDefault: true},
+		{ID: 449, DCGMName: "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", Name: "gpu_nvlink_data_bytes_total", Type: Counter, DCGMType: Counter, Scale: kibibytes, Unit: "bytes",
+			// DCGM adds NVML's NVLINK_THROUGHPUT_DATA_TX and _RX counters
+			// (DcgmCacheManager ReadAndCacheNvLinkBandwidth), which nvml.h
+			// gives in KiB.
+			DCGMHelp: "NVLink data counter for all lanes, as DCGM reports it (KiB).",
+			Help:     "NVLink payload data sent and received over all links, in bytes.", Levels: gpuOnly | LevelNVLink, DCGMDefault: true},
 
 		// Profiling (DCP) fields.
-		{ID: 1001, DCGMName: "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Aliases: []string{"DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO"}, LegacyName: "dcgm_fi_prof_gr_engine_active", Name: "gpu_graphics_engine_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1001, DCGMName: "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Name: "gpu_graphics_engine_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of time the graphics or compute engine was active (0-1); reported per MIG instance.", Levels: gpuOrGI, Profiling: true, Default: true, DCGMDefault: true},
-		{ID: 1002, DCGMName: "DCGM_FI_PROF_SM_ACTIVE", Aliases: []string{"DCGM_FI_PROF_SM_UTIL_RATIO"}, LegacyName: "dcgm_fi_prof_sm_active", Name: "gpu_sm_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1002, DCGMName: "DCGM_FI_PROF_SM_ACTIVE", Name: "gpu_sm_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of cycles an SM had at least one warp assigned, averaged over SMs (0-1).", Levels: gpuOrGI, Profiling: true, Default: true},
-		{ID: 1003, DCGMName: "DCGM_FI_PROF_SM_OCCUPANCY", Aliases: []string{"DCGM_FI_PROF_SM_OCCUPANCY_RATIO"}, LegacyName: "dcgm_fi_prof_sm_occupancy", Name: "gpu_sm_occupancy_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1003, DCGMName: "DCGM_FI_PROF_SM_OCCUPANCY", Name: "gpu_sm_occupancy_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of resident warps on an SM relative to its maximum, averaged over SMs (0-1).", Levels: gpuOrGI, Profiling: true, Default: true},
-		{ID: 1004, DCGMName: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", Aliases: []string{"DCGM_FI_PROF_TENSOR_UTIL_RATIO"}, LegacyName: "dcgm_fi_prof_pipe_tensor_active", Name: "gpu_tensor_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1004, DCGMName: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", Name: "gpu_tensor_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of cycles the tensor pipes were active (0-1).", Levels: gpuOrGI, Profiling: true, Default: true, DCGMDefault: true},
-		{ID: 1005, DCGMName: "DCGM_FI_PROF_DRAM_ACTIVE", Aliases: []string{"DCGM_FI_PROF_DRAM_UTIL_RATIO"}, LegacyName: "dcgm_fi_prof_dram_active", Name: "gpu_dram_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1005, DCGMName: "DCGM_FI_PROF_DRAM_ACTIVE", Name: "gpu_dram_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of cycles the device memory interface was sending or receiving data (0-1).", Levels: gpuOrGI, Profiling: true, Default: true, DCGMDefault: true},
-		{ID: 1006, DCGMName: "DCGM_FI_PROF_PIPE_FP64_ACTIVE", Aliases: []string{"DCGM_FI_PROF_FP64_UTIL_RATIO"}, Name: "gpu_fp64_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1006, DCGMName: "DCGM_FI_PROF_PIPE_FP64_ACTIVE", Name: "gpu_fp64_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of cycles the FP64 pipe was active (0-1).", Levels: gpuOrGI, Profiling: true, Default: true},
-		{ID: 1007, DCGMName: "DCGM_FI_PROF_PIPE_FP32_ACTIVE", Aliases: []string{"DCGM_FI_PROF_FP32_UTIL_RATIO"}, Name: "gpu_fp32_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1007, DCGMName: "DCGM_FI_PROF_PIPE_FP32_ACTIVE", Name: "gpu_fp32_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of cycles the FP32 pipe was active (0-1).", Levels: gpuOrGI, Profiling: true, Default: true},
-		{ID: 1008, DCGMName: "DCGM_FI_PROF_PIPE_FP16_ACTIVE", Aliases: []string{"DCGM_FI_PROF_FP16_UTIL_RATIO"}, Name: "gpu_fp16_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
+		{ID: 1008, DCGMName: "DCGM_FI_PROF_PIPE_FP16_ACTIVE", Name: "gpu_fp16_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",
 			Help: "Fraction of cycles the FP16 pipe was active (0-1).", Levels: gpuOrGI, Profiling: true, Default: true},
-		{ID: 1009, DCGMName: "DCGM_FI_PROF_PCIE_TX_BYTES", LegacyName: "dcgm_fi_prof_pcie_tx_bytes", Name: "gpu_pcie_transmit_bytes_per_second", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "bytes_per_second",
+		{ID: 1009, DCGMName: "DCGM_FI_PROF_PCIE_TX_BYTES", Name: "gpu_pcie_transmit_bytes_per_second", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "bytes_per_second",
 			Help: "PCIe transmit rate, headers and payload, in bytes per second.", Levels: gpuOnly, Profiling: true, Default: true, DCGMDefault: true},
-		{ID: 1010, DCGMName: "DCGM_FI_PROF_PCIE_RX_BYTES", LegacyName: "dcgm_fi_prof_pcie_rx_bytes", Name: "gpu_pcie_receive_bytes_per_second", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "bytes_per_second",
+		{ID: 1010, DCGMName: "DCGM_FI_PROF_PCIE_RX_BYTES", Name: "gpu_pcie_receive_bytes_per_second", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "bytes_per_second",
 			Help: "PCIe receive rate, headers and payload, in bytes per second.", Levels: gpuOnly, Profiling: true, Default: true, DCGMDefault: true},
 		{ID: 1011, DCGMName: "DCGM_FI_PROF_NVLINK_TX_BYTES", Name: "gpu_nvlink_transmit_bytes_per_second", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "bytes_per_second",
 			Help: "NVLink transmit rate, headers and payload, in bytes per second.", Levels: gpuOnly | LevelNVLink, Profiling: true, Default: true},
