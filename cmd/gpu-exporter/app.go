@@ -123,6 +123,9 @@ func (a *app) loadCounters() (collector.Counters, error) {
 	for _, sk := range c.Skipped {
 		a.logger.Warn("counters file row skipped: gpu-exporter does not export it", "at", sk.Where, "name", sk.Name, "reason", sk.Reason)
 	}
+	for _, w := range c.Warnings {
+		a.logger.Warn("counters file row read with a change", "at", w.Where, "name", w.Name, "warning", w.Message)
+	}
 	k := collector.Counters{Fields: c.Fields}
 	if a.o.namingMode != exposition.NamingDCGM {
 		if len(c.Labels) > 0 || c.XIDErrorsCount != nil || c.ClockEventsCount != nil {
