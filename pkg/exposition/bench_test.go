@@ -83,6 +83,18 @@ func BenchmarkRender(b *testing.B) {
 			}
 			b.ReportMetric(float64(series), "series")
 		})
+		b.Run(scn+"/render-relabel", func(b *testing.B) {
+			// A new attribution snapshot on every render: the label sets
+			// (and so every label value's escaping) are rebuilt each time.
+			r := exposition.NewRenderer(exposition.Options{})
+			b.ReportAllocs()
+			var series int
+			for b.Loop() {
+				in.Attribution = new(int)
+				series = r.Render(in).Series
+			}
+			b.ReportMetric(float64(series), "series")
+		})
 		b.Run(scn+"/baseline", func(b *testing.B) { benchBaseline(b, in) })
 	}
 }

@@ -71,10 +71,14 @@ func floatValue(v float64) source.Value {
 	return source.FloatValue(v)
 }
 
-// stringValue screens DCGM's "<<<NULL>>>"-style markers.
+// stringValue screens DCGM's "<<<NULL>>>"-style markers. Every DCGM
+// string (model, UUID, PCI bus id, driver version, MIG profile, string
+// fields) enters here: bytes that are not UTF-8 become U+FFFD, since DCGM
+// copies the driver's char arrays unchecked and a label value that is not
+// UTF-8 makes Prometheus reject the whole scrape.
 func stringValue(s string) source.Value {
 	if strings.HasPrefix(s, "<<<") && strings.HasSuffix(s, ">>>") {
 		return source.Value{}
 	}
-	return source.StringValue(s)
+	return source.StringValue(strings.ToValidUTF8(s, "\uFFFD"))
 }

@@ -65,6 +65,7 @@ func TestMIGProfile(t *testing.T) {
 		{"from attributes", "NVIDIA A100-SXM4-40GB", 1, 4864, "1g.5gb"},
 		{"attributes round up", "", 7, 81408, "7g.80gb"},
 		{"nothing known", "", 0, 0, ""},
+		{"not UTF-8", "NVIDIA A100\xff MIG 3g.20gb\xfe\xfd", 3, 19968, "3g.20gb\uFFFD"},
 	}
 	for _, tc := range cases {
 		if got := migProfile(tc.devName, tc.slices, tc.memMiB); got != tc.expected {

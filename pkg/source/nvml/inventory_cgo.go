@@ -180,6 +180,7 @@ func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo
 	if err := check(i, "", "GetUUID", ret); err != nil {
 		return nil, err
 	}
+	uuid = validText(uuid)
 	if dead[uuid] {
 		return nil, nil
 	}
@@ -226,7 +227,7 @@ func gpuEntity(i int, uuid string, dev nvml.Device) (source.Entity, error) {
 	if ret == nvml.ERROR_GPU_IS_LOST {
 		return e, lostError{uuid: uuid}
 	}
-	e.Model = name
+	e.Model = validText(name)
 	pci, ret := dev.GetPciInfo()
 	if ret == nvml.ERROR_GPU_IS_LOST {
 		return e, lostError{uuid: uuid}
@@ -270,7 +271,7 @@ func cString(b []int8) string {
 		}
 		buf = append(buf, byte(c))
 	}
-	return string(buf)
+	return validText(string(buf))
 }
 
 // assemble copies GPUs into inventory order, GPUs first, then the MIG

@@ -42,6 +42,7 @@ func scanMIG(i int, uuid string, dev nvml.Device, prev []migDevice) ([]migDevice
 		if ret != nvml.SUCCESS {
 			continue
 		}
+		mu = validText(mu)
 		if k := slices.IndexFunc(prev, func(d migDevice) bool { return d.uuid == mu }); k >= 0 {
 			d := prev[k]
 			d.dev = md

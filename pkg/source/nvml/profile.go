@@ -13,7 +13,7 @@ import (
 // device's attributes: its slice count and memory rounded up to whole GB, as
 // NVIDIA names profiles.
 func migProfile(name string, giSlices uint32, memMiB uint64) string {
-	p := strings.TrimSpace(name)
+	p := strings.TrimSpace(validText(name))
 	if i := strings.LastIndex(p, "MIG "); i >= 0 {
 		p = strings.TrimSpace(p[i+len("MIG "):])
 	}

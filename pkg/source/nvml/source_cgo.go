@@ -333,7 +333,7 @@ func (s *Source) connect(ctx context.Context) error {
 	s.has = has
 	driver, err := call(ctx, s.w, "SystemGetDriverVersion", func() (string, error) {
 		v, ret := s.lib.SystemGetDriverVersion()
-		return v, nonSuccess(ret)
+		return validText(v), nonSuccess(ret)
 	})
 	if err != nil {
 		var ce *callError

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -54,7 +55,7 @@ func (d *decoder) errf(n *yaml.Node, path, format string, args ...any) error {
 
 // document parses data into its single root node.
 func (d *decoder) document(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(bytes.NewReader(validUTF8(data)))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -77,6 +78,19 @@ func (d *decoder) document(data []byte) (*yaml.Node, error) {
 		return nil, d.errf(root, "", "scenario too large or too deeply nested (aliases count as copies)")
 	}
 	return root, nil
+}
+
+// validUTF8 replaces each run of bytes that is not UTF-8 with U+FFFD, so
+// that a scenario with Latin-1 text or a stray byte loads, as every other
+// string input of the exporter does, instead of failing in the YAML reader
+// ("invalid leading UTF-8 octet"); the YAML reader never returns such
+// bytes, so every string of a scenario is UTF-8. UTF-16 files, which the
+// reader decodes itself, are recognised by their byte order mark.
+func validUTF8(data []byte) []byte {
+	if utf8.Valid(data) || bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return data
+	}
+	return bytes.ToValidUTF8(data, []byte("\uFFFD"))
 }
 
 // yamlError turns "yaml: line 3: …" into a file:line error.
