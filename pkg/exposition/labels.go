@@ -108,7 +108,7 @@ func dcgmLabeler(o DCGMOptions) labeler {
 				b = appendLabel(b, false, f.DCGMName, v)
 			}
 		}
-		l := targetLabels{window: len(b)}
+		l := targetLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU)}
 		if h := t.Holder; h != nil {
 			// Sorted by name: container(_name) sorts before err_code and
 			// err_msg, the rest after them.
@@ -128,6 +128,17 @@ func dcgmLabeler(o DCGMOptions) labeler {
 		l.b = b
 		return l
 	}
+}
+
+// hasInstances reports whether GPU index gpu has MIG GPU instances in the
+// inventory.
+func hasInstances(inv *source.Inventory, gpu int) bool {
+	for i := range inv.Entities {
+		if inv.Entities[i].Kind == source.GPUInstance && inv.Entities[i].GPU == gpu {
+			return true
+		}
+	}
+	return false
 }
 
 // parentGPU returns the inventory row of GPU index gpu, or -1.

@@ -189,6 +189,9 @@ type targetLabels struct {
 	// attr is where per-value attributes (err_code, err_msg) go: in the
 	// holder's labels, kept in dcgm-exporter's sorted order.
 	attr int
+	// migParent is set on a GPU row whose GPU has MIG instances in the
+	// inventory (dcgm naming); see column.instancesOnly.
+	migParent bool
 }
 
 type headerKey struct {

@@ -29,6 +29,15 @@ type column struct {
 	mode colMode
 	// reasons are the ,reason="…" label pairs of a modeReasons column.
 	reasons [][]byte
+	// instancesOnly leaves out the GPU row of a GPU that has MIG instances
+	// (dcgm naming, fields DCGM reads per instance): dcgm-exporter monitors
+	// only the GPU instances of a MIG GPU (its default --devices "f":
+	// "Monitor all GPUs if MIG is disabled, or all GPU instances if MIG is
+	// enabled", pkg/cmd/app.go; devicemonitoring.monitorAllGPUInstances), so
+	// DCGM_FI_DEV_FB_USED and the other instance-level fields have no GPU
+	// row there, and summing them over a node must not count the GPU's
+	// memory twice.
+	instancesOnly bool
 }
 
 // refreshPlan rebuilds the column plan when the sample's field set differs
@@ -51,6 +60,7 @@ func (r *Renderer) refreshPlan(in Input) {
 		case r.opts.Naming == NamingDCGM:
 			c.fam = family{name: f.DCGMName, help: f.DCGMHelp, typ: f.DCGMType}
 			c.mode = modeRaw
+			c.instancesOnly = f.Levels.Has(fields.LevelGPUInstance)
 			if f.ID == fields.XIDErrorsID {
 				c.mode = modeRawXID
 			}

@@ -178,12 +178,15 @@ func (p *page) renderField(in Input, c *column) {
 		if !f.Levels.Has(e.Kind.Level()) {
 			continue
 		}
+		l := &labels[i]
+		if c.instancesOnly && l.migParent {
+			continue
+		}
 		v := s.At(t.Entity, c.col)
 		x, ok := v.Number()
 		if !ok {
 			continue
 		}
-		l := &labels[i]
 		switch c.mode {
 		case modeScaled:
 			p.value = appendFloat(p.value[:0], f.Scaled(x))
