@@ -5,10 +5,11 @@
 //
 // For each cause the first line is written at once. Further lines of the
 // same cause within Window are suppressed and counted; the first line after
-// the window carries the count as the attribute suppressed=N. A cause whose
-// window ended with lines suppressed and no line since is reported by one
-// "repeated log lines suppressed" line (cause, message, suppressed) the
-// next time any line is logged or Flush is called, and then forgotten.
+// the window carries the count as the attribute suppressed=N. A cause that
+// stays quiet for one more window after its window ended is forgotten; if
+// lines were suppressed in its window, one "repeated log lines suppressed"
+// line (cause, message, suppressed, window) reports them the next time any
+// line is logged or Flush is called.
 //
 // Memory is bounded: at most MaxCauses causes are tracked; lines of further
 // causes share one overflow cause (OverflowCause) and are limited and
@@ -169,10 +170,10 @@ func (l *Logger) log(ctx context.Context, level slog.Level, name, msg string, ar
 	return true
 }
 
-// Flush reports, at once, every cause whose window has ended with lines
-// suppressed, and forgets causes whose window has ended. Log does the same
-// at most once per window; call Flush where a report should not wait for
-// the next line, e.g. once per refresh.
+// Flush forgets every cause that has been quiet for a window after its
+// window ended, reporting the lines suppressed in it. Log does the same at
+// most once per window; call Flush where a report should not wait for the
+// next line, e.g. once per refresh.
 func (l *Logger) Flush(ctx context.Context) {
 	now := l.now()
 	l.mu.Lock()
@@ -188,23 +189,25 @@ func (l *Logger) Suppressed() uint64 {
 	return l.total
 }
 
-// sweepLocked reports and forgets the causes whose window ended, at most
-// once per window, except cause keep: the line being logged carries its
-// count. The report is written under the lock: it is rare and keeps reports
-// in order with the lines they count.
+// sweepLocked reports and forgets the causes quiet for a window after their
+// window ended, at most once per window, except cause keep: the line being
+// logged carries its count. A cause that recurs within that extra window
+// keeps its count for its next line instead of a separate report. The
+// report is written under the lock: it is rare and keeps reports in order
+// with the lines they count.
 func (l *Logger) sweepLocked(ctx context.Context, now time.Time, keep string) {
 	if now.Before(l.nextSweep) {
 		return
 	}
 	l.nextSweep = now.Add(l.window)
 	for name, c := range l.causes {
-		if name == keep || now.Before(c.until) {
+		if name == keep || now.Before(c.until.Add(l.window)) {
 			continue
 		}
 		l.report(ctx, now, name, c)
 		delete(l.causes, name)
 	}
-	if !now.Before(l.overflow.until) {
+	if !now.Before(l.overflow.until.Add(l.window)) {
 		l.report(ctx, now, OverflowCause, &l.overflow)
 		l.overflow.suppressed = 0
 	}

@@ -99,12 +99,12 @@ func TestLogger(t *testing.T) {
 			},
 		},
 		{
-			name: "a window that ends without a line is reported by the next sweep",
+			name: "a cause quiet for a window after its window is reported by the next sweep",
 			steps: []step{
 				{cause: "a", want: []string{"WARN m-a i=0"}},
 				{cause: "a"},
 				{cause: "a"},
-				{advance: time.Minute},
+				{advance: 2 * time.Minute},
 				{cause: "b", want: []string{
 					"WARN " + Message + " cause=a message=m-a suppressed=2 window=1m0s",
 					"WARN m-b i=4",
@@ -114,11 +114,13 @@ func TestLogger(t *testing.T) {
 			},
 		},
 		{
-			name: "flush reports at once and only once",
+			name: "flush reports a quiet cause once",
 			steps: []step{
 				{cause: "a", want: []string{"WARN m-a i=0"}},
 				{cause: "a"},
 				{flush: true},
+				{advance: time.Minute},
+				{flush: true}, // a may still recur and carry its count
 				{advance: time.Minute},
 				{flush: true, want: []string{"WARN " + Message + " cause=a message=m-a suppressed=1 window=1m0s"}},
 				{flush: true},
@@ -134,12 +136,22 @@ func TestLogger(t *testing.T) {
 				{cause: "d"},
 				{cause: "e"},
 				{cause: "a"},
-				{advance: time.Minute},
+				{advance: 2 * time.Minute},
 				{flush: true, want: []string{
 					"WARN " + Message + " cause=a message=m-a suppressed=1 window=1m0s",
 					"WARN " + Message + " cause=" + OverflowCause + " message=m-e suppressed=2 window=1m0s",
 				}},
 				{cause: "d", want: []string{"WARN m-d i=8"}},
+			},
+		},
+		{
+			name: "a cause that recurs within a window after its window carries its count",
+			steps: []step{
+				{cause: "a", want: []string{"WARN m-a i=0"}},
+				{cause: "a"},
+				{advance: 90 * time.Second},
+				{cause: "b", want: []string{"WARN m-b i=3"}}, // sweeps, but a may still recur
+				{cause: "a", want: []string{"WARN m-a i=4 suppressed=1"}},
 			},
 		},
 	}
@@ -178,27 +190,41 @@ func sorted(s []string) []string {
 	return out
 }
 
-// A flood of ever-new causes keeps memory and output bounded.
+// A flood of ever-new causes keeps memory and output bounded, and every
+// occurrence is either written or counted.
 func TestLoggerBoundedUnderChurn(t *testing.T) {
 	t.Parallel()
-	l, rec, clk := newLogger(16)
-	const perWindow, windows = 10000, 5
+	const maxCauses, perWindow, windows = 16, 10000, 6
+	l, rec, clk := newLogger(maxCauses)
 	for w := range windows {
 		for i := range perWindow {
 			l.Warn(fmt.Sprintf("cause-%d-%d", w, i), "m")
 		}
-		if n := len(l.causes); n > 16 {
-			t.Fatalf("window %d: %d causes tracked, want at most 16", w, n)
+		if n := len(l.causes); n > maxCauses {
+			t.Fatalf("window %d: %d causes tracked, want at most %d", w, n, maxCauses)
 		}
 		clk.advance(time.Minute)
 	}
-	// Per window: 16 causes + 1 overflow line, and at most 1 overflow
-	// report from the window before.
-	if n, most := len(rec.take()), windows*(16+2); n > most {
-		t.Errorf("%d lines for %d occurrences, want at most %d", n, windows*perWindow, most)
+	clk.advance(time.Minute) // the last window's overflow is now quiet
+	l.Flush(context.Background())
+	written, reported := 0, 0
+	for _, line := range rec.take() {
+		if strings.Contains(line, Message) {
+			reported++
+		} else {
+			written++
+		}
 	}
-	if got, want := l.Suppressed(), uint64(windows*(perWindow-17)); got != want {
-		t.Errorf("Suppressed() = %d, want %d", got, want)
+	// Per window: the tracked causes + 1 overflow line, and at most 1
+	// overflow report.
+	if most := windows * (maxCauses + 2); written+reported > most {
+		t.Errorf("%d lines for %d occurrences, want at most %d", written+reported, windows*perWindow, most)
+	}
+	if got, want := l.Suppressed(), uint64(windows*perWindow-written); got != want {
+		t.Errorf("Suppressed() = %d, want %d (occurrences not written)", got, want)
+	}
+	if reported == 0 {
+		t.Error("the last overflow suppressions were never reported")
 	}
 }
 

@@ -17,9 +17,11 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -29,6 +31,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 )
 
 // errSocketMissing reports that the kubelet socket file does not exist.
@@ -38,16 +42,32 @@ var errSocketMissing = errors.New("kubelet pod-resources socket does not exist")
 // pod-resources client allows: large nodes exceed gRPC's 4 MiB default.
 const maxMessageSize = 16 << 20
 
+// logWindow is how long log lines of one cause are held back after one is
+// written (see package logthrottle): a kubelet that keeps reporting new bad
+// ids, or flaps, costs one line per cause per window.
+const logWindow = time.Minute
+
+// maxLogCauses bounds the log causes tracked; causes name resources, which
+// a glob such as nvidia.com/mig-* lets the kubelet vary without bound.
+const maxLogCauses = 64
+
+// maxLoggedIDLen bounds a device id quoted in a log line.
+const maxLoggedIDLen = 80
+
 // Client follows the kubelet's pod-resources API.
 type Client struct {
 	cfg    Config
 	logger *slog.Logger
+	// logs rate-limits the lines that input can repeat.
+	logs   *logthrottle.Logger
 	reg    prometheus.Registerer
 	m      *metrics
 	conn   *grpc.ClientConn
+	codec  *tolerantCodec
 	lister podresourcesv1.PodResourcesListerClient
-	// after is time.After; tests record Run's waits through it.
+	// after is time.After and now is time.Now; tests replace them.
 	after func(time.Duration) <-chan time.Time
+	now   func() time.Time
 
 	// Read by any goroutine.
 	table       atomic.Pointer[Table]
@@ -89,9 +109,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Client, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	codec := newTolerantCodec()
 	conn, err := grpc.NewClient("unix://"+cfg.Socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.ForceCodecV2(codec)),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: cfg.MinBackoff, Multiplier: 2, Jitter: 0.1, MaxDelay: cfg.MaxBackoff},
 			MinConnectTimeout: cfg.CallTimeout,
@@ -100,20 +121,23 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Client, e
 	if err != nil {
 		return nil, fmt.Errorf("podresources: kubelet connection to %s: %w", cfg.Socket, err)
 	}
-	m, err := newMetrics(reg)
-	if err != nil {
-		_ = conn.Close()
-		return nil, err
-	}
 	c := &Client{
 		cfg:    cfg,
 		logger: logger.With("socket", cfg.Socket),
 		reg:    reg,
-		m:      m,
 		conn:   conn,
+		codec:  codec,
 		lister: podresourcesv1.NewPodResourcesListerClient(conn),
 		empty:  &Table{},
 		after:  time.After,
+		now:    time.Now,
+	}
+	c.logs = logthrottle.New(c.logger, logthrottle.Config{
+		Window: logWindow, MaxCauses: maxLogCauses, Now: func() time.Time { return c.now() },
+	})
+	if c.m, err = newMetrics(reg, c.logs); err != nil {
+		_ = conn.Close()
+		return nil, err
 	}
 	c.table.Store(c.empty)
 	return c, nil
@@ -168,6 +192,8 @@ func (c *Client) Allocatable() []string {
 // table. A cancelled ctx leaves the state as it was.
 func (c *Client) refresh(ctx context.Context) error {
 	c.m.refreshes.Inc()
+	defer c.logs.Flush(ctx)
+	c.codec.take()
 	resp, reason, err := c.list(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -183,6 +209,7 @@ func (c *Client) refresh(ctx context.Context) error {
 	}
 	allocIDs, allocResources := c.fetchAllocatable(ctx)
 	t := NewTable(resp, c.cfg.ResourceNames, c.cfg.IDType)
+	c.m.invalidUTF8.Set(float64(c.codec.take() + t.invalidUTF8))
 	c.diagnose(t, allocResources)
 	c.publish(t)
 	c.allocatable.Store(&allocIDs)
@@ -247,15 +274,17 @@ func (c *Client) fetchAllocatable(ctx context.Context) (ids, resources []string)
 		c.m.errors.WithLabelValues(reasonAllocatable).Inc()
 		if !c.allocFailing {
 			c.allocFailing = true
-			c.logger.Warn("kubelet GetAllocatableResources failed", "err", err)
+			c.logs.Warn("allocatable-failed", "kubelet GetAllocatableResources failed", "err", err)
 		}
 		return nil, nil
 	}
 	c.allocUnsupportedLogged = false
 	if c.allocFailing {
 		c.allocFailing = false
-		c.logger.Info("kubelet GetAllocatableResources works again")
+		c.logs.Info("allocatable-works", "kubelet GetAllocatableResources works again")
 	}
+	// The codec made the strings valid UTF-8 already; NewTable's check is
+	// for responses built in process.
 	for _, dev := range resp.GetDevices() {
 		resources = append(resources, dev.GetResourceName())
 		if MatchResource(c.cfg.ResourceNames, dev.GetResourceName()) {
@@ -266,8 +295,11 @@ func (c *Client) fetchAllocatable(ctx context.Context) (ids, resources []string)
 	return slices.Compact(ids), resources
 }
 
-// diagnose logs, once per distinct situation, what would leave pods without
-// labels: malformed ids and resource names that match nothing configured.
+// diagnose logs what would leave pods without labels: malformed ids and
+// resource names that match nothing configured. A situation is logged when
+// it appears, and lines are rate-limited per cause (resource and reason, not
+// the id), so a kubelet that reports new bad ids on every List costs one
+// line per cause per logWindow; the errors counter counts every new id.
 func (c *Client) diagnose(t *Table, allocResources []string) {
 	seen := make(map[string]bool, len(t.malformed))
 	for _, m := range t.malformed {
@@ -278,9 +310,11 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 		seen[key] = true
 		if !c.lastMalformed[key] {
 			c.m.errors.WithLabelValues(reasonMalformedID).Inc()
-			c.logger.Warn("kubelet reported a device id that does not parse; not attributed",
-				"resource", m.Resource, "id", m.ID, "namespace", m.Holder.Namespace, "pod", m.Holder.Pod,
-				"container", m.Holder.Container, "id_type", c.cfg.IDType.String(), "err", m.Err)
+			c.logs.Warn("malformed-id\x00"+m.Resource+"\x00"+m.Reason,
+				"kubelet reported a device id that does not parse; not attributed",
+				"resource", m.Resource, "id", clip(m.ID, maxLoggedIDLen), "reason", m.Reason,
+				"namespace", m.Holder.Namespace, "pod", m.Holder.Pod, "container", m.Holder.Container,
+				"id_type", c.cfg.IDType.String())
 		}
 	}
 	c.lastMalformed = seen
@@ -299,16 +333,45 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 		noMatch = strings.Join(reported, ",")
 	}
 	if noMatch != c.lastNoMatch && noMatch != "" {
-		c.logger.Warn("no device resource the kubelet reports matches the configured resource names; pods get no GPU labels",
-			"configured", c.cfg.ResourceNames, "reported", reported)
+		c.logs.Warn("no-resource-matches",
+			"no device resource the kubelet reports matches the configured resource names; pods get no GPU labels",
+			"configured", c.cfg.ResourceNames, "reported", clipAll(reported))
 	}
 	c.lastNoMatch = noMatch
 	if key := strings.Join(ignored, ","); key != c.lastIgnored {
 		c.lastIgnored = key
 		if key != "" {
-			c.logger.Debug("ignoring kubelet resources outside the configured names", "resources", ignored)
+			c.logs.Debug("ignored-resources", "ignoring kubelet resources outside the configured names", "resources", clipAll(ignored))
 		}
 	}
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// maxLoggedNames bounds a list of names in a log line.
+const maxLoggedNames = 20
+
+// clipAll clips each name and keeps the first maxLoggedNames, noting how
+// many were left out.
+func clipAll(names []string) []string {
+	out := make([]string, 0, min(len(names), maxLoggedNames+1))
+	for i, s := range names {
+		if i == maxLoggedNames {
+			out = append(out, "… "+strconv.Itoa(len(names)-i)+" more")
+			break
+		}
+		out = append(out, clip(s, maxLoggedIDLen))
+	}
+	return out
 }
 
 // publish makes t current unless the current table has the same content.
@@ -324,7 +387,7 @@ func (c *Client) setUp(t *Table) {
 	c.m.up.Set(1)
 	if c.state != stateUp {
 		c.state, c.downCause = stateUp, ""
-		c.logger.Info("kubelet pod-resources connected; pod attribution on", "allocations", t.Len())
+		c.logs.Info("kubelet-up", "kubelet pod-resources connected; pod attribution on", "allocations", t.Len())
 	}
 }
 
@@ -342,7 +405,9 @@ func (c *Client) setDown(reason string, err error) {
 	}
 	if c.state != stateDown || cause != c.downCause {
 		c.state, c.downCause = stateDown, cause
-		c.logger.Warn("kubelet pod-resources unavailable; pod attribution off until it answers",
+		// Rate-limited per cause: a kubelet that flaps costs one line per
+		// cause per logWindow, with the count of the others.
+		c.logs.Warn("kubelet-down\x00"+cause, "kubelet pod-resources unavailable; pod attribution off until it answers",
 			"reason", cause, "err", err, "retry_in", c.retryDelay())
 	}
 }

@@ -196,14 +196,28 @@ const maxIDLen = 256
 // parsed id's String() is the id itself. Errors wrap ErrMalformedID and
 // quote the id.
 func ParseDeviceID(id string, idType IDType) (DeviceID, error) {
+	d, reason := parseDeviceID(id, idType)
+	if reason != "" {
+		if len(id) > maxIDLen {
+			id = id[:32] + "…"
+		}
+		return DeviceID{}, fmt.Errorf("%w %q: %s", ErrMalformedID, id, reason)
+	}
+	return d, nil
+}
+
+// parseDeviceID is ParseDeviceID with the failure as a reason instead of an
+// error. Reasons come from a small fixed set and never quote the id, so
+// that they can name the cause of a log line (see Client.diagnose).
+func parseDeviceID(id string, idType IDType) (DeviceID, string) {
 	if !idType.valid() {
-		return DeviceID{}, malformed(id, "unknown id type "+idType.String())
+		return DeviceID{}, "unknown id type " + idType.String()
 	}
 	if id == "" {
-		return DeviceID{}, malformed(id, "empty")
+		return DeviceID{}, "empty"
 	}
 	if len(id) > maxIDLen {
-		return DeviceID{}, malformed(id[:32]+"…", "longer than "+strconv.Itoa(maxIDLen)+" bytes")
+		return DeviceID{}, "longer than " + strconv.Itoa(maxIDLen) + " bytes"
 	}
 	family, parse := IDTypeUID, parseUID
 	switch {
@@ -213,18 +227,14 @@ func ParseDeviceID(id string, idType IDType) (DeviceID, error) {
 		family, parse = IDTypeDRA, parseDRA
 	}
 	if idType != IDTypeAuto && idType != family {
-		return DeviceID{}, malformed(id, "a "+family.String()+" id, but the id type is "+idType.String())
+		return DeviceID{}, "a " + family.String() + " id, but the id type is " + idType.String()
 	}
 	d := DeviceID{GPU: -1, GPUInstance: -1, ComputeInstance: -1, MIGIndex: -1,
 		ProfileID: -1, PlacementStart: -1, PlacementSize: -1, Replica: -1}
 	if reason := parse(id, &d); reason != "" {
-		return DeviceID{}, malformed(id, reason)
+		return DeviceID{}, reason
 	}
-	return d, nil
-}
-
-func malformed(id, reason string) error {
-	return fmt.Errorf("%w %q: %s", ErrMalformedID, id, reason)
+	return d, ""
 }
 
 // parseUID parses the device-plugin forms; it returns a reason on failure.
@@ -353,7 +363,7 @@ func parseDRA(id string, d *DeviceID) string {
 	}
 	profile := strings.Join(parts[:len(parts)-2], "-")
 	if !isProfileName(profile) {
-		return "MIG profile " + strconv.Quote(profile) + " is not lower-case letters, digits and dashes"
+		return "MIG profile is not lower-case letters, digits and dashes"
 	}
 	d.Profile, d.ProfileID, d.PlacementStart = profile, profileID, start
 	return ""

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 )
 
 // Reasons of gpu_exporter_podresources_errors_total.
@@ -27,9 +29,11 @@ type metrics struct {
 	errors       *prometheus.CounterVec
 	listDuration prometheus.Histogram
 	refreshes    prometheus.Counter
+	invalidUTF8  prometheus.Gauge
+	suppressed   prometheus.CounterFunc
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, logs *logthrottle.Logger) (*metrics, error) {
 	m := &metrics{
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_podresources_up",
@@ -37,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpu_exporter_podresources_errors_total",
-			Help: "Kubelet pod-resources failures by reason: dial (socket missing or unreachable), timeout, list, allocatable, malformed_id (counted once per id as it appears).",
+			Help: "Kubelet pod-resources failures by reason: dial (socket missing or unreachable), timeout, list, allocatable, malformed_id (counted once per id as it appears, although its log lines are rate-limited).",
 		}, []string{"reason"}),
 		listDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpu_exporter_podresources_list_duration_seconds",
@@ -48,6 +52,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "gpu_exporter_podresources_refreshes_total",
 			Help: "Attribution refreshes attempted; each makes one kubelet List call unless the socket is missing.",
 		}),
+		invalidUTF8: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_podresources_invalid_utf8_strings",
+			Help: "Strings in the last kubelet pod-resources replies (pod, namespace, container, resource names, device ids) that were not valid UTF-8; they are used with U+FFFD in place of the invalid bytes.",
+		}),
+		suppressed: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "gpu_exporter_podresources_log_lines_suppressed_total",
+			Help: "Pod-resources log lines held back by the per-cause rate limit (a cause logs at most once a minute; the next line carries suppressed=N).",
+		}, func() float64 { return float64(logs.Suppressed()) }),
 	}
 	for _, r := range []string{reasonDial, reasonTimeout, reasonList, reasonAllocatable, reasonMalformedID} {
 		m.errors.WithLabelValues(r)
@@ -55,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.up, m.errors, m.listDuration, m.refreshes} {
+	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
 			m.unregister(reg)
 			return nil, fmt.Errorf("podresources: registering self-metrics: %w", err)
@@ -68,7 +80,11 @@ func (m *metrics) unregister(reg prometheus.Registerer) {
 	if reg == nil {
 		return
 	}
-	for _, c := range []prometheus.Collector{m.up, m.errors, m.listDuration, m.refreshes} {
+	for _, c := range m.collectors() {
 		reg.Unregister(c)
 	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.up, m.errors, m.listDuration, m.refreshes, m.invalidUTF8, m.suppressed}
 }

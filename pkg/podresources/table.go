@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
@@ -59,6 +60,9 @@ type Table struct {
 	migByMinor map[minorGI][]Holder   // GKE nvidiaN/giM
 	malformed  []malformedID
 	reported   []string // every resource and DRA driver name the response named
+	// invalidUTF8 counts the strings of the response that were not valid
+	// UTF-8 and were kept with U+FFFD in place of the invalid bytes.
+	invalidUTF8 int
 }
 
 // entry is one (device id, container) allocation. ID is the zero DeviceID
@@ -70,11 +74,12 @@ type entry struct {
 }
 
 // malformedID is an id that did not parse, kept for the client's log line.
+// Reason is one of parseDeviceID's fixed reasons.
 type malformedID struct {
 	Resource string
 	ID       string
+	Reason   string
 	Holder   Holder
-	Err      error
 }
 
 type legacyKey struct {
@@ -89,27 +94,31 @@ type minorGI struct{ minor, gi int }
 // path.Match globs such as "nvidia.com/mig-*"), DRA devices when their
 // driver name does. Device-plugin ids are parsed as idType says; DRA device
 // names as IDTypeDRA. Ids that do not parse are kept as unmatched entries.
+// Every string taken from resp is made valid UTF-8 here, where it enters
+// (invalid bytes become U+FFFD), so labels and log lines built from the
+// table are valid.
 func NewTable(resp *podresourcesv1.ListPodResourcesResponse, resources []string, idType IDType) *Table {
 	b := tableBuilder{resources: resources, reported: map[string]bool{}}
 	for _, pod := range resp.GetPodResources() {
+		ns, name := b.valid(pod.GetNamespace()), b.valid(pod.GetName())
 		for _, ctr := range pod.GetContainers() {
-			h := Holder{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: ctr.GetName()}
+			h := Holder{Namespace: ns, Pod: name, Container: b.valid(ctr.GetName())}
 			for _, dev := range ctr.GetDevices() {
-				h.Resource = dev.GetResourceName()
+				h.Resource = b.valid(dev.GetResourceName())
 				if !b.want(h.Resource) {
 					continue
 				}
 				for _, id := range dev.GetDeviceIds() {
-					b.add(id, idType, h, false)
+					b.add(b.valid(id), idType, h, false)
 				}
 			}
 			for _, dyn := range ctr.GetDynamicResources() {
 				for _, cr := range dyn.GetClaimResources() {
-					h.Resource = cr.GetDriverName()
+					h.Resource = b.valid(cr.GetDriverName())
 					if !b.want(h.Resource) || cr.GetDeviceName() == "" {
 						continue
 					}
-					b.add(cr.GetDeviceName(), IDTypeDRA, h, cr.ShareId != nil)
+					b.add(b.valid(cr.GetDeviceName()), IDTypeDRA, h, cr.ShareId != nil)
 				}
 			}
 		}
@@ -118,10 +127,21 @@ func NewTable(resp *podresourcesv1.ListPodResourcesResponse, resources []string,
 }
 
 type tableBuilder struct {
-	resources []string
-	reported  map[string]bool // name -> matches a configured name
-	entries   []entry
-	malformed []malformedID
+	resources   []string
+	reported    map[string]bool // name -> matches a configured name
+	entries     []entry
+	malformed   []malformedID
+	invalidUTF8 int
+}
+
+// valid returns s, or a copy with U+FFFD for each run of invalid bytes; the
+// check does not allocate when s is valid.
+func (b *tableBuilder) valid(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b.invalidUTF8++
+	return strings.ToValidUTF8(s, string(utf8.RuneError))
 }
 
 func (b *tableBuilder) want(resource string) bool {
@@ -134,9 +154,9 @@ func (b *tableBuilder) want(resource string) bool {
 }
 
 func (b *tableBuilder) add(raw string, idType IDType, h Holder, shared bool) {
-	id, err := ParseDeviceID(raw, idType)
-	if err != nil {
-		b.malformed = append(b.malformed, malformedID{Resource: h.Resource, ID: raw, Holder: h, Err: err})
+	id, reason := parseDeviceID(raw, idType)
+	if reason != "" {
+		b.malformed = append(b.malformed, malformedID{Resource: h.Resource, ID: raw, Reason: reason, Holder: h})
 		b.entries = append(b.entries, entry{Raw: raw, Holder: h})
 		return
 	}
@@ -145,7 +165,7 @@ func (b *tableBuilder) add(raw string, idType IDType, h Holder, shared bool) {
 }
 
 func (b *tableBuilder) build() *Table {
-	t := &Table{malformed: b.malformed}
+	t := &Table{malformed: b.malformed, invalidUTF8: b.invalidUTF8}
 	for name := range b.reported {
 		t.reported = append(t.reported, name)
 	}
@@ -323,13 +343,65 @@ func deviceMinor(device string) (int, bool) {
 	return number(s)
 }
 
+// Reasons a device id is unmatched: the values of the reason label of
+// gpu_exporter_podresources_unmatched_devices.
+const (
+	// UnmatchedMalformed: the id does not parse (see ParseDeviceID).
+	UnmatchedMalformed = "malformed"
+	// UnmatchedUnsupportedForm: the id parses, in a form no inventory entity
+	// can be matched to (MIG device indexes "N:M", DRA MIG and VFIO names).
+	UnmatchedUnsupportedForm = "unsupported_form"
+	// UnmatchedUnknownGPU: the id names a GPU or MIG instance the source
+	// does not report.
+	UnmatchedUnknownGPU = "unknown_gpu"
+)
+
+// UnmatchedCounts is the number of distinct unmatched device ids by reason;
+// their sum is len(Unmatched(inv)).
+type UnmatchedCounts struct {
+	Malformed, UnsupportedForm, UnknownGPU int
+}
+
+// ByReason calls f with each reason label value and its count, in a fixed
+// order, zeros included.
+func (u UnmatchedCounts) ByReason(f func(reason string, n int)) {
+	f(UnmatchedMalformed, u.Malformed)
+	f(UnmatchedUnsupportedForm, u.UnsupportedForm)
+	f(UnmatchedUnknownGPU, u.UnknownGPU)
+}
+
 // Unmatched returns the device ids (as the kubelet wrote them, sorted, each
 // once) that no entity of inv matches: ids of GPUs the source does not see,
 // ids that did not parse, and forms that cannot be matched (MIG device
 // indexes "N:M", DRA MIG and VFIO names). Nil-safe on t and inv.
 func (t *Table) Unmatched(inv *source.Inventory) []string {
+	var out []string
+	t.unmatched(inv, func(raw, _ string) { out = append(out, raw) })
+	return out
+}
+
+// UnmatchedCounts counts the ids Unmatched returns by reason. Nil-safe on t
+// and inv.
+func (t *Table) UnmatchedCounts(inv *source.Inventory) UnmatchedCounts {
+	var u UnmatchedCounts
+	t.unmatched(inv, func(_, reason string) {
+		switch reason {
+		case UnmatchedMalformed:
+			u.Malformed++
+		case UnmatchedUnsupportedForm:
+			u.UnsupportedForm++
+		default:
+			u.UnknownGPU++
+		}
+	})
+	return u
+}
+
+// unmatched calls f once per distinct unmatched raw id, in sort order, with
+// its reason.
+func (t *Table) unmatched(inv *source.Inventory, f func(raw, reason string)) {
 	if t == nil || len(t.entries) == 0 {
-		return nil
+		return
 	}
 	known := map[any]bool{}
 	if inv != nil {
@@ -339,22 +411,28 @@ func (t *Table) Unmatched(inv *source.Inventory) []string {
 			}
 		}
 	}
-	var out []string
-	for _, e := range t.entries {
-		if n := len(out); n > 0 && out[n-1] == e.Raw {
+	last := ""
+	for i, e := range t.entries {
+		if i > 0 && e.Raw == last {
 			continue
 		}
-		if k := indexKey(e.ID); k != nil && known[k] {
-			continue
-		}
-		if k, ok := indexKey(e.ID).(legacyKey); ok {
-			if k.ci = -1; known[k] {
-				continue
+		last = e.Raw
+		k := indexKey(e.ID)
+		switch {
+		case e.ID.Kind == KindUnknown:
+			f(e.Raw, UnmatchedMalformed)
+		case k == nil:
+			f(e.Raw, UnmatchedUnsupportedForm)
+		case known[k]:
+		default:
+			if lk, ok := k.(legacyKey); ok {
+				if lk.ci = -1; known[lk] {
+					continue
+				}
 			}
+			f(e.Raw, UnmatchedUnknownGPU)
 		}
-		out = append(out, e.Raw)
 	}
-	return out
 }
 
 // entityKeys are the index keys an entity answers to, the mirror of Holders.
