@@ -78,6 +78,12 @@ func TestFieldMetadata(t *testing.T) {
 		if !strings.ContainsRune("dis", rune(m.FieldType)) {
 			t.Errorf("FieldGetByID(%d %s) type %q, want d, i or s", f.ID, f.DCGMName, m.FieldType)
 		}
+		// A field the catalog reads on MIG instances must be one DCGM keeps
+		// per instance: a GPU-level field read there is the GPU's value
+		// again, and every instance row would repeat it.
+		if f.Levels.Has(fields.LevelGPUInstance) && m.EntityLevel != dcgm.FE_GPU_I && m.EntityLevel != dcgm.FE_GPU_CI {
+			t.Errorf("catalog reads %s (%d) per MIG instance, but DCGM keeps it at entity level %v", f.DCGMName, f.ID, m.EntityLevel)
+		}
 	}
 	// Facts from DCGM's table (dcgmlib/src/dcgm_fields.cpp).
 	for _, tc := range []struct {
