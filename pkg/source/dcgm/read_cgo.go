@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
@@ -44,7 +46,12 @@ func (s *Source) readLevel(ctx context.Context, rc *readCall, sample *source.Sam
 			if errors.As(err, &ce) {
 				return err
 			}
-			s.log.Debug("dcgm entity read failed", "entity_group", e.EntityGroupId.String(), "entity", e.EntityId, "err", err)
+			// Fails again on every collection: one line per entity per
+			// minute, with the count of the others.
+			if s.log.Enabled(ctx, slog.LevelDebug) {
+				s.logs.Debug("entity-read-"+strconv.FormatUint(entityRef{uint(e.EntityGroupId), e.EntityId}.key(), 10),
+					"dcgm entity read failed", "entity_group", e.EntityGroupId.String(), "entity", e.EntityId, "err", err)
+			}
 			continue
 		}
 		row, ok := s.plan.rows[entityRef{uint(e.EntityGroupId), e.EntityId}.key()]

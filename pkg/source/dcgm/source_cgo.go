@@ -16,6 +16,7 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
@@ -49,7 +50,9 @@ type Source struct {
 	xidSince time.Time
 	lost     map[string]LostGPU
 	logged   map[string]bool
-	seq      int
+	// logs rate-limits lines that repeat per collection or per re-plan.
+	logs *logthrottle.Logger
+	seq  int
 }
 
 var _ source.Source = (*Source)(nil)
@@ -78,6 +81,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		logged: map[string]bool{},
 	}
 	s.w = newWorker(cfg.CallTimeout, s.release)
+	s.logs = logthrottle.New(s.log, logthrottle.Config{})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.ensure(context.Background()) // a failure is logged and retried later

@@ -238,7 +238,7 @@ func (s *Source) profiling(ctx context.Context) (profSupport, error) {
 			if errors.As(err, &ce) {
 				return nil, err
 			}
-			s.log.Debug("dcgm profiling not supported", "gpu", e.GPU, "err", err)
+			s.logs.Debug("profiling-unsupported-"+strconv.Itoa(e.GPU), "dcgm profiling not supported", "gpu", e.GPU, "err", err)
 			continue
 		}
 		ids := map[uint16]bool{}
