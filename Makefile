@@ -92,3 +92,8 @@ tools: ## Build the test tools (prometheus, promtool, alertmanager, helm, kustom
 
 clean: ## Remove build outputs.
 	rm -rf bin tests/tools/bin
+
+.PHONY: rules
+rules: ## Render rules/alerts.yaml from rules/alerts.src.yaml with the chart's default prometheusRule values, then copy the rules into the chart.
+	$(GO) run ./rules/generate -dir rules -values deployment/helm/gpu-exporter/values.yaml
+	@$(MAKE) -s chart-sync

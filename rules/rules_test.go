@@ -21,6 +21,10 @@ import (
 const (
 	runbooksPath = "../docs/runbooks.md"
 	runbookBase  = "https://github.com/gpu-exporter/gpu-exporter/blob/main/docs/runbooks.md"
+	// chartValues holds the defaults of the tunable rule values.
+	chartValues = "../deployment/helm/gpu-exporter/values.yaml"
+	// tunedValues is the tuned set that rules/tests/tuned/ tests.
+	tunedValues = "tests/tuned/values.yaml"
 )
 
 // promtool finds the promtool binary: on PATH (make test puts tests/tools/bin
@@ -50,19 +54,40 @@ func TestPromtoolCheckRules(t *testing.T) {
 }
 
 // TestPromtoolUnitTests runs rules/tests/*.yaml against the shipped
-// recording rules and the shipped alerts without their annotations: the
-// unit tests assert when alerts fire and with which labels, not wording.
+// recording rules and the shipped alerts (the defaults rendering) without
+// their annotations: the unit tests assert when alerts fire and with which
+// labels, not wording.
 func TestPromtoolUnitTests(t *testing.T) {
 	t.Parallel()
+	promtoolTestRules(t, load(t, rules.AlertsFile), unitTestFiles(t, "tests"))
+}
+
+// TestPromtoolUnitTestsTuned runs rules/tests/tuned/*.yaml against the
+// source rendered with the chart's defaults overlaid by
+// rules/tests/tuned/values.yaml.
+func TestPromtoolUnitTestsTuned(t *testing.T) {
+	t.Parallel()
+	p, err := rules.ParamsFromValues(readFile(t, chartValues), readFile(t, tunedValues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := rules.Render(readFile(t, rules.SourceFile), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promtoolTestRules(t, f, unitTestFiles(t, filepath.Join("tests", "tuned")))
+}
+
+func promtoolTestRules(t *testing.T, alerts *rules.File, tests []string) {
+	t.Helper()
 	bin := promtool(t)
 	dir := t.TempDir()
-
 	rec, err := rules.Raw(rules.RecordingFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, rules.RecordingFile), rec)
-	stripped, err := load(t, rules.AlertsFile).Map(func(r rules.Rule) rules.Rule {
+	stripped, err := alerts.Map(func(r rules.Rule) rules.Rule {
 		r.Annotations = nil
 		return r
 	}).Marshal()
@@ -70,19 +95,13 @@ func TestPromtoolUnitTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, rules.AlertsFile), stripped)
-
-	tests := unitTestFiles(t)
 	args := []string{"test", "rules"}
 	if err := os.Mkdir(filepath.Join(dir, "tests"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, src := range tests {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
 		dst := filepath.Join(dir, "tests", filepath.Base(src))
-		writeFile(t, dst, data)
+		writeFile(t, dst, readFile(t, src))
 		args = append(args, dst)
 	}
 	out, err := exec.Command(bin, args...).CombinedOutput()
@@ -91,11 +110,85 @@ func TestPromtoolUnitTests(t *testing.T) {
 	}
 }
 
+// TestAlertsFileIsGenerated fails while rules/alerts.yaml differs from
+// the source rendered with the chart's defaults: run `make rules`.
+func TestAlertsFileIsGenerated(t *testing.T) {
+	t.Parallel()
+	want, err := rules.Generate(readFile(t, rules.SourceFile), readFile(t, chartValues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rules.Raw(rules.AlertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("rules/%s is not what rules/%s renders with the chart's defaults: run `make rules`", rules.AlertsFile, rules.SourceFile)
+	}
+}
+
+// TestThresholdsAreUsed: every threshold value of the chart fills a
+// placeholder of the source (a value that changes nothing misleads), and
+// the defaults fill every placeholder.
+func TestThresholdsAreUsed(t *testing.T) {
+	t.Parallel()
+	p, err := rules.ParamsFromValues(readFile(t, chartValues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(readFile(t, rules.SourceFile))
+	if len(p.Thresholds) == 0 {
+		t.Fatal("the chart's values hold no prometheusRule.thresholds")
+	}
+	for name := range p.Thresholds {
+		if !strings.Contains(src, "${"+name+"}") {
+			t.Errorf("prometheusRule.thresholds.%s fills no placeholder of rules/%s", name, rules.SourceFile)
+		}
+	}
+	if _, err := rules.Render([]byte(src), p); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRenderRefusesUnknownPlaceholder(t *testing.T) {
+	t.Parallel()
+	src := []byte("groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up > ${missing}\n")
+	_, err := rules.Render(src, rules.Params{})
+	if err == nil || !strings.Contains(err.Error(), ":5: no threshold \"missing\"") {
+		t.Errorf("Render with an unknown placeholder: err = %v, want one naming line 5 and the threshold", err)
+	}
+}
+
+// allAlerts renders the source with the chart's thresholds and nothing
+// disabled: every alert the project ships, on or off by default.
+func allAlerts(t *testing.T) *rules.File {
+	t.Helper()
+	p, err := rules.ParamsFromValues(readFile(t, chartValues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Disabled = nil
+	f, err := rules.Render(readFile(t, rules.SourceFile), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestAlertConventions(t *testing.T) {
 	t.Parallel()
 	anchors := runbookAnchors(t)
 	seen := map[string]bool{}
-	for _, r := range load(t, rules.AlertsFile).Rules() {
+	for _, r := range allAlerts(t).Rules() {
 		t.Run(r.Alert, func(t *testing.T) {
 			if r.Alert == "" {
 				t.Fatalf("alerts.yaml holds a non-alerting rule %q", r.Record)
@@ -120,6 +213,34 @@ func TestAlertConventions(t *testing.T) {
 				t.Errorf("docs/runbooks.md has no heading with anchor #%s", anchor)
 			}
 		})
+	}
+}
+
+// alertHeading is a runbook section named like an alert.
+var alertHeading = regexp.MustCompile(`^## (GPU[A-Za-z]+)$`)
+
+// TestRunbookSectionsMatchAlerts: every alert-named section of
+// docs/runbooks.md belongs to an alert the project ships (on or off by
+// default), so no runbook outlives its alert.
+func TestRunbookSectionsMatchAlerts(t *testing.T) {
+	t.Parallel()
+	alerts := map[string]bool{}
+	for _, r := range allAlerts(t).Rules() {
+		alerts[r.Alert] = true
+	}
+	n := 0
+	for i, line := range strings.Split(string(readFile(t, runbooksPath)), "\n") {
+		m := alertHeading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n++
+		if !alerts[m[1]] {
+			t.Errorf("docs/runbooks.md:%d: section %s names no alert of rules/%s", i+1, m[1], rules.SourceFile)
+		}
+	}
+	if n == 0 {
+		t.Error("docs/runbooks.md has no alert sections")
 	}
 }
 
@@ -164,7 +285,7 @@ func TestEveryRuleHasUnitTests(t *testing.T) {
 	t.Parallel()
 	fires, silent := map[string]bool{}, map[string]bool{}
 	var exprs []string
-	for _, path := range unitTestFiles(t) {
+	for _, path := range append(unitTestFiles(t, "tests"), unitTestFiles(t, filepath.Join("tests", "tuned"))...) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +307,7 @@ func TestEveryRuleHasUnitTests(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range load(t, rules.AlertsFile).Rules() {
+	for _, r := range allAlerts(t).Rules() {
 		if !fires[r.Alert] {
 			t.Errorf("alert %s: no unit test where it fires", r.Alert)
 		}
@@ -222,14 +343,15 @@ func isNameRune(r rune) bool {
 	return r == '_' || r == ':' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-func unitTestFiles(t *testing.T) []string {
+// unitTestFiles returns the promtool unit-test files (*_test.yaml) of dir.
+func unitTestFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("tests", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatal("no unit-test files in rules/tests")
+		t.Fatalf("no unit-test files in rules/%s", dir)
 	}
 	return files
 }

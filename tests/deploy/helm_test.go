@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,8 +18,22 @@ import (
 // helmTemplate renders a chart with a values document and --set flags.
 func helmTemplate(t *testing.T, chart string, values map[string]any, sets ...string) ([]byte, error) {
 	t.Helper()
+	return helmTemplateArgs(t, chart, values, nil, sets...)
+}
+
+// monitoringAPIs are the --api-versions of a cluster that runs
+// prometheus-operator (kube-prometheus-stack).
+var monitoringAPIs = []string{
+	"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
+	"--api-versions", "monitoring.coreos.com/v1/PodMonitor",
+	"--api-versions", "monitoring.coreos.com/v1/PrometheusRule",
+}
+
+// helmTemplateArgs is helmTemplate with extra `helm template` arguments.
+func helmTemplateArgs(t *testing.T, chart string, values map[string]any, extra []string, sets ...string) ([]byte, error) {
+	t.Helper()
 	helm := tool(t, "helm")
-	args := []string{"template", "gpu", chart, "--namespace", "monitoring"}
+	args := append([]string{"template", "gpu", chart, "--namespace", "monitoring"}, extra...)
 	var stdin io.Reader
 	if len(values) > 0 {
 		data, err := yaml.Marshal(values)
@@ -74,15 +89,19 @@ var toggles = []struct {
 	apply  func(*want)
 }{
 	{"serviceMonitor", map[string]any{"serviceMonitor": map[string]any{"enabled": true}}, nil},
-	{"podMonitor", map[string]any{"podMonitor": map[string]any{"enabled": true}}, nil},
+	{"podMonitor", map[string]any{"podMonitor": map[string]any{"enabled": true, "authorization": podMonitorAuth}}, nil},
 	{"rbacProxy", map[string]any{"rbacProxy": map[string]any{"enabled": true}}, func(w *want) { w.rbacProxy, w.https = true, true }},
 	{"webConfig", map[string]any{"webConfig": map[string]any{"enabled": true, "tls": true, "config": map[string]any{
 		"tls_server_config": map[string]any{"cert_file": "/etc/gpu-exporter/web/tls.crt", "key_file": "/etc/gpu-exporter/web/tls.key"},
-	}}}, func(w *want) { w.https = true }},
+	}}}, func(w *want) { w.https, w.healthPort = true, 9402 }},
 	{"remoteDCGM", map[string]any{"dcgm": map[string]any{"mode": "remote", "remoteAddress": "nvidia-dcgm:5555"}}, func(w *want) { w.remoteDCGM = "nvidia-dcgm:5555" }},
 	{"prometheusRule", map[string]any{"prometheusRule": map[string]any{"enabled": true}}, nil},
 	{"dashboards", map[string]any{"dashboards": map[string]any{"enabled": true}}, nil},
 }
+
+// podMonitorAuth is the scrape credential a PodMonitor needs with
+// kube-rbac-proxy.
+var podMonitorAuth = map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "prometheus-token", "key": "token"}}
 
 func TestHelmLint(t *testing.T) {
 	t.Parallel()
@@ -217,10 +236,33 @@ func TestHelmVariants(t *testing.T) {
 		check  func(t *testing.T, objs []object)
 	}{
 		{
-			name:   "basic auth makes probes TCP checks",
+			name:   "basic auth probes the plain health listener",
 			values: map[string]any{"webConfig": map[string]any{"enabled": true, "basicAuth": true, "config": map[string]any{"basic_auth_users": map[string]any{"prometheus": "$2y$10$x"}}}},
-			want:   want{basicAuth: true},
+			want:   want{healthPort: 9402},
 		},
+		{
+			name: "basic auth without a health listener makes probes TCP checks",
+			values: map[string]any{
+				"exporter":  map[string]any{"healthPort": 0},
+				"webConfig": map[string]any{"enabled": true, "basicAuth": true, "config": map[string]any{"basic_auth_users": map[string]any{"prometheus": "$2y$10$x"}}},
+			},
+			want: want{basicAuth: true},
+		},
+		{
+			name:   "pod labels and UIDs read pods with their own RBAC",
+			values: map[string]any{"kubernetes": map[string]any{"podLabels": `team|app\.kubernetes\.io/name`, "podUID": true}},
+			want:   want{podReader: true},
+			check: func(t *testing.T, objs []object) {
+				args := stringList(exporterContainer(t, objs), "args")
+				for _, a := range []string{`--kubernetes.pod-labels=team|app\.kubernetes\.io/name`, "--kubernetes.pod-uid"} {
+					if !slices.Contains(args, a) {
+						t.Errorf("args %v lack %s", args, a)
+					}
+				}
+				checkPodReader(t, objs, true)
+			},
+		},
+
 		{
 			name:   "no attribution runs as non-root without the kubelet socket",
 			values: map[string]any{"kubernetes": map[string]any{"attribution": false}},
@@ -320,6 +362,36 @@ func TestHelmVariants(t *testing.T) {
 				tc.check(t, objs)
 			}
 		})
+	}
+}
+
+// checkPodReader asserts the pod-reader ClusterRole and its binding exist
+// exactly when want, with list and watch on pods and nothing more.
+func checkPodReader(t *testing.T, objs []object, want bool) {
+	t.Helper()
+	var role, binding object
+	for _, o := range objs {
+		if strings.HasSuffix(o.name(), "-pod-reader") {
+			switch o.kind() {
+			case "ClusterRole":
+				role = o
+			case "ClusterRoleBinding":
+				binding = o
+			}
+		}
+	}
+	if (role != nil) != want || (binding != nil) != want {
+		t.Fatalf("pod-reader ClusterRole %v and binding %v, want present=%v", role != nil, binding != nil, want)
+	}
+	if !want {
+		return
+	}
+	rules := list(role, "rules")
+	if len(rules) != 1 || !reflect.DeepEqual(stringList(rules[0], "resources"), []string{"pods"}) || !reflect.DeepEqual(stringList(rules[0], "verbs"), []string{"list", "watch"}) {
+		t.Errorf("pod-reader rules = %v, want list and watch on pods", rules)
+	}
+	if get(binding, "subjects", 0, "name") != "gpu-gpu-exporter" || get(binding, "subjects", 0, "namespace") != "monitoring" {
+		t.Errorf("pod-reader binding subjects = %v", get(binding, "subjects"))
 	}
 }
 
@@ -498,5 +570,39 @@ func TestHelmShipsProjectRulesAndDashboards(t *testing.T) {
 		if total > 900<<10 {
 			t.Errorf("dashboards ConfigMap holds %d bytes; split it before it nears the 1 MiB object limit", total)
 		}
+	}
+}
+
+// TestHelmRefusals: values that cannot work fail the install with a
+// message that names the values to change.
+func TestHelmRefusals(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{
+			name: "PodMonitor through kube-rbac-proxy without credentials",
+			values: map[string]any{
+				"podMonitor": map[string]any{"enabled": true},
+				"rbacProxy":  map[string]any{"enabled": true},
+			},
+			want: "podMonitor with rbacProxy needs podMonitor.authorization",
+		},
+		{
+			name:   "pod UIDs without attribution",
+			values: map[string]any{"kubernetes": map[string]any{"attribution": false, "podUID": true}},
+			want:   "kubernetes.podLabels and kubernetes.podUID need kubernetes.attribution",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := helmTemplate(t, chartDir, tc.values)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("want a refusal saying %q, got %v", tc.want, err)
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ type want struct {
 	rbacProxy     bool   // kube-rbac-proxy sidecar
 	https         bool   // probes and monitors over TLS
 	basicAuth     bool   // probes are TCP checks
+	healthPort    int    // probes use the plain health listener on this port
+	podReader     bool   // pod labels or UIDs: the exporter reads pods
 	remoteDCGM    string // --dcgm.remote-address, when remote
 }
 
@@ -43,8 +45,8 @@ func checkWorkload(t *testing.T, objs []object, w want) {
 	if r := get(exp, "resources"); get(r, "requests", "cpu") == nil || get(r, "requests", "memory") == nil || get(r, "limits", "memory") == nil {
 		t.Errorf("exporter resources: want cpu and memory requests and a memory limit, got %v", r)
 	}
-	if got := get(pod, "automountServiceAccountToken"); got != w.rbacProxy {
-		t.Errorf("automountServiceAccountToken = %v, want %v (only kube-rbac-proxy needs the API)", got, w.rbacProxy)
+	if got, wantToken := get(pod, "automountServiceAccountToken"), w.rbacProxy || w.podReader; got != wantToken {
+		t.Errorf("automountServiceAccountToken = %v, want %v (only kube-rbac-proxy and the pod informer need the API)", got, wantToken)
 	}
 
 	proxy := byName(containers, "kube-rbac-proxy")
@@ -68,6 +70,21 @@ func checkWorkload(t *testing.T, objs []object, w want) {
 	}
 }
 
+// gpuNodeLabelKeys are the node labels that mark an NVIDIA GPU node, one
+// per source (docs/deployment.md lists them); the default affinity must
+// select each. TestHelmAffinityMatchesGPUNodes evaluates the terms.
+var gpuNodeLabelKeys = []string{
+	"nvidia.com/gpu.present",
+	"feature.node.kubernetes.io/pci-10de.present",
+	"feature.node.kubernetes.io/pci-0302_10de.present",
+	"feature.node.kubernetes.io/pci-0300_10de.present",
+	"cloud.google.com/gke-accelerator",
+	"kubernetes.azure.com/accelerator",
+	"k8s.amazonaws.com/accelerator",
+	"karpenter.k8s.aws/instance-gpu-manufacturer",
+	"eks.amazonaws.com/instance-gpu-manufacturer",
+}
+
 func checkScheduling(t *testing.T, pod any) {
 	t.Helper()
 	tolerated := false
@@ -86,7 +103,7 @@ func checkScheduling(t *testing.T, pod any) {
 			keys = append(keys, fmt.Sprint(e["key"]))
 		}
 	}
-	for _, k := range []string{"nvidia.com/gpu.present", "feature.node.kubernetes.io/pci-10de.present"} {
+	for _, k := range gpuNodeLabelKeys {
 		if !slices.Contains(keys, k) {
 			t.Errorf("node affinity does not select on %s (keys: %v)", k, keys)
 		}
@@ -170,6 +187,19 @@ func checkProbes(t *testing.T, exp map[string]any, w want) {
 	}
 	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
 		p := get(exp, probe)
+		if w.healthPort != 0 {
+			if get(p, "httpGet", "path") != path || get(p, "httpGet", "scheme") != "HTTP" || get(p, "httpGet", "port") != "health" {
+				t.Errorf("%s = %v, want httpGet %s over HTTP on the health port", probe, p, path)
+			}
+			port := byName(list(exp, "ports"), "health")
+			if port == nil || port["containerPort"] != w.healthPort {
+				t.Errorf("exporter ports %v: want health %d", list(exp, "ports"), w.healthPort)
+			}
+			if arg := fmt.Sprintf("--web.health-listen-address=:%d", w.healthPort); !slices.Contains(stringList(exp, "args"), arg) {
+				t.Errorf("args %v lack %s", stringList(exp, "args"), arg)
+			}
+			continue
+		}
 		if w.basicAuth {
 			if get(p, "tcpSocket", "port") == nil {
 				t.Errorf("%s = %v, want a TCP check (basic auth guards every path)", probe, p)

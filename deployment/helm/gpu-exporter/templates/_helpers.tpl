@@ -61,6 +61,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/* Directory of the pod-resources socket: the hostPath the pod mounts. */}}
+{{/* Whether the exporter reads pods from the API server (pod labels or
+UIDs): it then needs list/watch on pods and its service-account token. */}}
+{{- define "gpu-exporter.podReader" -}}
+{{- if and .Values.kubernetes.attribution (or .Values.kubernetes.podLabels .Values.kubernetes.podUID) }}true{{ end }}
+{{- end }}
+
 {{- define "gpu-exporter.podResourcesDir" -}}
 {{- dir .Values.kubernetes.podResourcesSocket }}
 {{- end }}
@@ -84,6 +90,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --web.telemetry-path={{ $v.exporter.telemetryPath }}
 {{- if $v.webConfig.enabled }}
 - --web.config.file=/etc/gpu-exporter/web/web-config.yml
+{{- with $v.exporter.healthPort }}
+- --web.health-listen-address=:{{ . }}
+{{- end }}
 {{- end }}
 {{- if $v.exporter.enablePprof }}
 - --web.enable-pprof
@@ -103,7 +112,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with $v.kubernetes.resourceNames }}
 - --kubernetes.resource-names={{ join "," . }}
 {{- end }}
+{{- with $v.kubernetes.podLabels }}
+- --kubernetes.pod-labels={{ . }}
+{{- end }}
+{{- if $v.kubernetes.podUID }}
+- --kubernetes.pod-uid
+{{- end }}
 {{- else }}
+{{- if or $v.kubernetes.podLabels $v.kubernetes.podUID }}
+{{- fail "kubernetes.podLabels and kubernetes.podUID need kubernetes.attribution: they label attributed series" }}
+{{- end }}
 - --kubernetes.enabled=false
 {{- end }}
 - --dcgm.mode={{ $v.dcgm.mode }}
@@ -139,14 +157,26 @@ nor profiling the default uid 0 becomes 65532. */}}
 {{- toYaml $sc }}
 {{- end }}
 
-{{/* HTTP GET probe on path, or a TCP check where basic auth would refuse
-the kubelet. port is a number with rbacProxy (the named port is the
-proxy's), else the name. */}}
+{{/* Whether the exporter serves a plain-HTTP health listener: with web
+config (TLS or basic auth) and exporter.healthPort set. */}}
+{{- define "gpu-exporter.healthListener" -}}
+{{- if and .Values.webConfig.enabled .Values.exporter.healthPort }}true{{ end }}
+{{- end }}
+
+{{/* HTTP GET probe on path: on the plain health listener when there is
+one, else on the serving port, or a TCP check where basic auth would
+refuse the kubelet. port is a number with rbacProxy (the named port is
+the proxy's), else the name. */}}
 {{- define "gpu-exporter.probe" -}}
 {{- $v := .ctx.Values }}
 {{- $port := "metrics" }}
 {{- if $v.rbacProxy.enabled }}{{ $port = $v.exporter.port }}{{ end }}
-{{- if and $v.webConfig.enabled $v.webConfig.basicAuth (not $v.rbacProxy.enabled) }}
+{{- if include "gpu-exporter.healthListener" .ctx }}
+httpGet:
+  path: {{ .path }}
+  port: health
+  scheme: HTTP
+{{- else if and $v.webConfig.enabled $v.webConfig.basicAuth (not $v.rbacProxy.enabled) }}
 tcpSocket:
   port: {{ $port }}
 {{- else }}
@@ -171,4 +201,81 @@ job and instance stay. */}}
 {{- with .extra }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/* Whether a prometheus-operator object is rendered: .value is true,
+false or "auto"; auto renders it when the cluster serves its kind
+(monitoring.coreos.com/v1/<kind>; `helm template` needs
+--api-versions monitoring.coreos.com/v1/<kind> to see it). Prints "true" or
+nothing. */}}
+{{- define "gpu-exporter.enabled" -}}
+{{- if eq (toString .value) "auto" }}
+{{- if .ctx.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind) }}true{{ end }}
+{{- else if .value }}true{{ end }}
+{{- end }}
+
+{{/* Labels of the prometheus-operator objects: the chart's, the release
+label kube-prometheus-stack's default selectors match (monitoring.release),
+and the object's own additional labels. */}}
+{{- define "gpu-exporter.monitoringLabels" -}}
+{{ include "gpu-exporter.labels" .ctx }}
+{{- with .ctx.Values.monitoring.release }}
+release: {{ . | quote }}
+{{- end }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Renders a rule source (files/rules/*.src.yaml, a copy of
+rules/alerts.src.yaml) with the prometheusRule values: placeholders filled
+from thresholds and jobSelector, disabled alerts left out, per-alert
+overrides and additional rule labels and annotations applied (an alert's
+own win). rules.Render in rules/render.go does the same steps for
+rules/alerts.yaml; tests/deploy checks that both agree. Prints the rule
+groups as YAML under "groups". */}}
+{{- define "gpu-exporter.ruleSource" -}}
+{{- $v := .ctx.Values.prometheusRule }}
+{{- $src := .ctx.Files.Get .path }}
+{{- range $k, $val := $v.thresholds }}
+{{- $src = replace (printf "${%s}" $k) (toString $val) $src }}
+{{- end }}
+{{- $job := $v.jobSelector | default (printf "job=%q" (include "gpu-exporter.name" .ctx)) }}
+{{- $src = replace "${jobSelector}" $job $src }}
+{{- with regexFind "\\$\\{[A-Za-z0-9]*\\}" $src }}
+{{- fail (printf "%s: placeholder %s has no value in prometheusRule.thresholds" $.path .) }}
+{{- end }}
+{{- $doc := $src | fromYaml }}
+{{- if hasKey $doc "Error" }}
+{{- fail (printf "%s: %s" .path $doc.Error) }}
+{{- end }}
+{{- $disabled := $v.disabled | default dict }}
+{{- $overrides := $v.overrides | default dict }}
+{{- $groups := list }}
+{{- range $g := $doc.groups }}
+{{- $rules := list }}
+{{- range $r := $g.rules }}
+{{- if not $r.alert }}
+{{- $rules = append $rules $r }}
+{{- else if not (get $disabled $r.alert) }}
+{{- $o := get $overrides $r.alert | default dict }}
+{{- $labels := $r.labels | default dict }}
+{{- with $o.severity }}{{ $_ := set $labels "severity" . }}{{ end }}
+{{- with $o.for }}{{ $_ := set $r "for" . }}{{ end }}
+{{- range $k, $val := $v.additionalRuleLabels }}
+{{- if not (hasKey $labels $k) }}{{ $_ := set $labels $k $val }}{{ end }}
+{{- end }}
+{{- if $labels }}{{ $_ := set $r "labels" $labels }}{{ end }}
+{{- $annotations := $r.annotations | default dict }}
+{{- range $k, $val := $v.additionalRuleAnnotations }}
+{{- if not (hasKey $annotations $k) }}{{ $_ := set $annotations $k $val }}{{ end }}
+{{- end }}
+{{- if $annotations }}{{ $_ := set $r "annotations" $annotations }}{{ end }}
+{{- $rules = append $rules $r }}
+{{- end }}
+{{- end }}
+{{- $_ := set $g "rules" $rules }}
+{{- $groups = append $groups $g }}
+{{- end }}
+{{- toYaml (dict "groups" $groups) }}
 {{- end }}

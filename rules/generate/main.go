@@ -1,0 +1,47 @@
+// Command generate renders rules/alerts.yaml from rules/alerts.src.yaml
+// with the Helm chart's default prometheusRule values:
+//
+//	go run ./rules/generate
+//
+// `make rules` runs it and copies the rules into the chart. The output is
+// committed; rules' tests fail when it differs from what the source renders.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gpu-exporter/gpu-exporter/rules"
+)
+
+func main() {
+	dir := flag.String("dir", "rules", "Directory holding the rule source; the rendered file is written there.")
+	values := flag.String("values", "deployment/helm/gpu-exporter/values.yaml", "Helm values file whose prometheusRule section holds the defaults.")
+	flag.Parse()
+	if err := run(*dir, *values); err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, valuesPath string) error {
+	src, err := os.ReadFile(filepath.Join(dir, rules.SourceFile))
+	if err != nil {
+		return err
+	}
+	values, err := os.ReadFile(valuesPath)
+	if err != nil {
+		return err
+	}
+	out, err := rules.Generate(src, values)
+	if err != nil {
+		return fmt.Errorf("%s: %w", valuesPath, err)
+	}
+	path := filepath.Join(dir, rules.AlertsFile)
+	if err := os.WriteFile(path, out, 0o644); err != nil { //nolint:gosec // G306: committed, world-readable rule file
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
