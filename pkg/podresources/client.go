@@ -274,14 +274,14 @@ func (c *Client) fetchAllocatable(ctx context.Context) (ids, resources []string)
 		c.m.errors.WithLabelValues(reasonAllocatable).Inc()
 		if !c.allocFailing {
 			c.allocFailing = true
-			c.logs.Warn("allocatable-failed", "kubelet GetAllocatableResources failed", "err", err)
+			c.logs.Warn("GetAllocatableResources failed", "kubelet GetAllocatableResources failed", "err", err)
 		}
 		return nil, nil
 	}
 	c.allocUnsupportedLogged = false
 	if c.allocFailing {
 		c.allocFailing = false
-		c.logs.Info("allocatable-works", "kubelet GetAllocatableResources works again")
+		c.logs.Info("GetAllocatableResources works", "kubelet GetAllocatableResources works again")
 	}
 	// The codec made the strings valid UTF-8 already; NewTable's check is
 	// for responses built in process.
@@ -310,7 +310,7 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 		seen[key] = true
 		if !c.lastMalformed[key] {
 			c.m.errors.WithLabelValues(reasonMalformedID).Inc()
-			c.logs.Warn("malformed-id\x00"+m.Resource+"\x00"+m.Reason,
+			c.logs.Warn("malformed device id: "+m.Resource+": "+m.Reason,
 				"kubelet reported a device id that does not parse; not attributed",
 				"resource", m.Resource, "id", clip(m.ID, maxLoggedIDLen), "reason", m.Reason,
 				"namespace", m.Holder.Namespace, "pod", m.Holder.Pod, "container", m.Holder.Container,
@@ -333,7 +333,7 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 		noMatch = strings.Join(reported, ",")
 	}
 	if noMatch != c.lastNoMatch && noMatch != "" {
-		c.logs.Warn("no-resource-matches",
+		c.logs.Warn("no resource matches",
 			"no device resource the kubelet reports matches the configured resource names; pods get no GPU labels",
 			"configured", c.cfg.ResourceNames, "reported", clipAll(reported))
 	}
@@ -341,7 +341,7 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 	if key := strings.Join(ignored, ","); key != c.lastIgnored {
 		c.lastIgnored = key
 		if key != "" {
-			c.logs.Debug("ignored-resources", "ignoring kubelet resources outside the configured names", "resources", clipAll(ignored))
+			c.logs.Debug("ignored resources", "ignoring kubelet resources outside the configured names", "resources", clipAll(ignored))
 		}
 	}
 }
@@ -387,7 +387,7 @@ func (c *Client) setUp(t *Table) {
 	c.m.up.Set(1)
 	if c.state != stateUp {
 		c.state, c.downCause = stateUp, ""
-		c.logs.Info("kubelet-up", "kubelet pod-resources connected; pod attribution on", "allocations", t.Len())
+		c.logs.Info("kubelet connected", "kubelet pod-resources connected; pod attribution on", "allocations", t.Len())
 	}
 }
 
@@ -407,7 +407,7 @@ func (c *Client) setDown(reason string, err error) {
 		c.state, c.downCause = stateDown, cause
 		// Rate-limited per cause: a kubelet that flaps costs one line per
 		// cause per logWindow, with the count of the others.
-		c.logs.Warn("kubelet-down\x00"+cause, "kubelet pod-resources unavailable; pod attribution off until it answers",
+		c.logs.Warn("kubelet unavailable: "+cause, "kubelet pod-resources unavailable; pod attribution off until it answers",
 			"reason", cause, "err", err, "retry_in", c.retryDelay())
 	}
 }
