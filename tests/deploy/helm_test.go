@@ -529,6 +529,11 @@ func TestHelmShipsProjectRulesAndDashboards(t *testing.T) {
 	if len(rules) > 0 {
 		var names []string
 		for _, f := range rules {
+			// X.yaml is the defaults rendering of X.src.yaml, which the
+			// chart renders in its place.
+			if src := strings.TrimSuffix(f, ".yaml") + ".src.yaml"; !strings.HasSuffix(f, ".src.yaml") && slices.Contains(rules, src) {
+				continue
+			}
 			data, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
