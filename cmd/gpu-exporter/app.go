@@ -151,6 +151,7 @@ func windowCounter(row *config.ExporterCounter, window time.Duration) *collector
 func (a *app) dcgmNaming() exposition.DCGMOptions {
 	o := exposition.DCGMOptions{
 		HostnameLabel: a.o.hostnameLabel, OldNamespace: a.o.oldNamespace, ReplaceBlanksInModelName: a.o.replaceBlanks,
+		VirtualGPUs: a.o.vgpuLabel,
 	}
 	if a.o.namingMode != exposition.NamingDCGM || a.o.hostnameLabel == "none" {
 		o.HostnameLabel = ""

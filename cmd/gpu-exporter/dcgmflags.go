@@ -72,9 +72,10 @@ func dcgmExporterAliases() []alias {
 		{name: "debug", env: "DCGM_EXPORTER_DEBUG", boolean: true, target: "log.level", convert: ifTrue("debug")},
 		{name: "log-format", env: "DCGM_EXPORTER_LOG_FORMAT", target: "log.format", convert: logFormat},
 		{name: "enable-pprof", env: "DCGM_EXPORTER_ENABLE_PPROF", boolean: true, target: "web.enable-pprof", convert: boolValue},
+		// Every container sharing a GPU has its own series anyway; the flag
+		// adds dcgm-exporter's vgpu label to them.
+		{name: "kubernetes-virtual-gpus", env: "KUBERNETES_VIRTUAL_GPUS", boolean: true, target: "naming.vgpu-label", convert: boolValue},
 
-		{name: "kubernetes-virtual-gpus", env: "KUBERNETES_VIRTUAL_GPUS", boolean: true, kind: already,
-			note: "every container sharing a GPU gets its own series"},
 		{name: "kubernetes-enable-dra", env: "KUBERNETES_ENABLE_DRA", boolean: true, kind: already,
 			note: "DRA allocations are read with --kubernetes.gpu-id-type=auto (the default) or dra"},
 		{name: "disable-startup-validate", env: "DISABLE_STARTUP_VALIDATE", boolean: true, kind: already,
@@ -407,7 +408,7 @@ func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
 		return
 	}
 	var idle []string
-	for _, name := range []string{"naming.hostname-label", "naming.old-namespace", "naming.replace-blanks-in-model-name", "naming.xid-count-window", "naming.clock-events-count-window"} {
+	for _, name := range []string{"naming.hostname-label", "naming.old-namespace", "naming.replace-blanks-in-model-name", "naming.vgpu-label", "naming.xid-count-window", "naming.clock-events-count-window"} {
 		if fs.Changed(name) {
 			idle = append(idle, "--"+name)
 		}

@@ -79,9 +79,11 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		{"--log-format=json", []string{"--log-format=json"}, nil, func(o *options) bool { return o.logFormat.String() == "json" }},
 		{"DCGM_EXPORTER_LOG_FORMAT", nil, map[string]string{"DCGM_EXPORTER_LOG_FORMAT": "text"}, func(o *options) bool { return o.logFormat.String() == "logfmt" }},
 		{"--enable-pprof", []string{"--enable-pprof"}, nil, func(o *options) bool { return o.enablePprof }},
+		{"--kubernetes-virtual-gpus", []string{"--kubernetes-virtual-gpus"}, nil, func(o *options) bool { return o.vgpuLabel }},
+		{"KUBERNETES_VIRTUAL_GPUS", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "true"}, func(o *options) bool { return o.vgpuLabel }},
+		{"KUBERNETES_VIRTUAL_GPUS=false", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "false"}, func(o *options) bool { return !o.vgpuLabel }},
 		{"-v", []string{"-v"}, nil, func(o *options) bool { return o.version }},
 		// Flags whose behaviour gpu-exporter always has are accepted and noted.
-		{"--kubernetes-virtual-gpus", []string{"--kubernetes-virtual-gpus"}, nil, func(o *options) bool { return len(o.dcgmExporter.already) == 1 }},
 		{"KUBERNETES_ENABLE_DRA", nil, map[string]string{"KUBERNETES_ENABLE_DRA": "true"}, func(o *options) bool { return len(o.dcgmExporter.already) == 1 }},
 		// Unsupported flags given dcgm-exporter's default are accepted.
 		{"-m none", []string{"-m", "none"}, nil, func(o *options) bool { return true }},
@@ -219,7 +221,8 @@ func TestLogCompatHint(t *testing.T) {
 		{nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "1000"}, []string{"add --naming=dcgm", "given=DCGM_EXPORTER_INTERVAL"}, nil},
 		{[]string{"-f", "/c.csv", "--naming=dcgm"}, nil, nil, []string{"add --naming=dcgm"}},
 		{[]string{"--naming.old-namespace"}, nil, []string{"naming flags have no effect with --naming=prometheus", "--naming.old-namespace"}, nil},
-		{[]string{"--kubernetes-virtual-gpus"}, nil, []string{"needs no counterpart", "every container sharing a GPU"}, nil},
+		{[]string{"--kubernetes-enable-dra"}, nil, []string{"needs no counterpart", "DRA allocations"}, nil},
+		{[]string{"--naming.vgpu-label"}, nil, []string{"naming flags have no effect with --naming=prometheus", "--naming.vgpu-label"}, nil},
 		{nil, nil, nil, []string{"dcgm-exporter", "naming"}},
 	}
 	for _, tc := range cases {

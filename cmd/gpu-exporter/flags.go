@@ -42,6 +42,7 @@ type options struct {
 	hostnameLabel     string
 	oldNamespace      bool
 	replaceBlanks     bool
+	vgpuLabel         bool
 	xidWindow         time.Duration
 	clockEventsWindow time.Duration
 
@@ -109,6 +110,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.hostnameLabel, "naming.hostname-label", exposition.HostnameLabel, "With --naming=dcgm: name of the hostname label, Hostname (dcgm-exporter up to 4.x) or hostname (later releases), or none to leave it out. Its value is $NODE_NAME, else the host name.")
 	fs.BoolVar(&o.oldNamespace, "naming.old-namespace", false, "With --naming=dcgm: dcgm-exporter 1.x label names (uuid, pod_name, pod_namespace, container_name).")
 	fs.BoolVar(&o.replaceBlanks, "naming.replace-blanks-in-model-name", false, "With --naming=dcgm: write blanks in the modelName label as dashes.")
+	fs.BoolVar(&o.vgpuLabel, "naming.vgpu-label", false, "With --naming=dcgm: label the series of a container holding a replica of a shared GPU (time-slicing, MPS) with vgpu, the replica number, as dcgm-exporter's --kubernetes-virtual-gpus does.")
 	fs.DurationVar(&o.xidWindow, "naming.xid-count-window", 5*time.Minute, "With --naming=dcgm: window of DCGM_EXP_XID_ERRORS_COUNT, when the counters file lists it.")
 	fs.DurationVar(&o.clockEventsWindow, "naming.clock-events-count-window", 5*time.Minute, "With --naming=dcgm: window of DCGM_EXP_CLOCK_EVENTS_COUNT, when the counters file lists it.")
 

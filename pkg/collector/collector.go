@@ -385,7 +385,7 @@ func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition
 
 // holder converts a kubelet holder, adding what the pod informer knows.
 func (c *Collector) holder(h podresources.Holder) *exposition.Holder {
-	out := &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container}
+	out := &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container, VGPU: h.VGPU}
 	if c.cfg.PodInfo == nil {
 		return out
 	}

@@ -121,7 +121,17 @@ func dcgmLabeler(o DCGMOptions) labeler {
 				b = appendLabel(b, false, namespace, h.Namespace)
 				b = appendLabel(b, false, pod, h.Pod)
 			}
-			b = appendPodInfo(b, h)
+			if h.PodUID != "" {
+				b = appendLabel(b, false, "pod_uid", h.PodUID)
+			}
+			// dcgm-exporter writes its attributes sorted by name: vgpu
+			// after pod_uid.
+			if o.VirtualGPUs && h.VGPU != "" {
+				b = appendLabel(b, false, "vgpu", h.VGPU)
+			}
+			for _, pl := range h.Labels {
+				b = appendLabel(b, false, pl.Name, pl.Value)
+			}
 		} else {
 			l.attr = len(b)
 		}

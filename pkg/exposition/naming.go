@@ -68,6 +68,11 @@ type DCGMOptions struct {
 	// ReplaceBlanksInModelName writes modelName with dashes for blanks, as
 	// dcgm-exporter's --replace-blanks-in-model-name does.
 	ReplaceBlanksInModelName bool
+	// VirtualGPUs labels the series of a container holding a replica of a
+	// shared GPU (time-slicing, MPS) with vgpu="<replica>", as
+	// dcgm-exporter's --kubernetes-virtual-gpus does (its vgpuAttribute,
+	// internal/pkg/transformation).
+	VirtualGPUs bool
 }
 
 // Window counter event labels.

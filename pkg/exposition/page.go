@@ -86,6 +86,10 @@ type Holder struct {
 	// label_<key>. Both are empty otherwise.
 	PodUID string
 	Labels []Label
+	// VGPU is the replica of a shared GPU the container holds ("3" of
+	// "GPU-…::3"), empty when it holds a whole device. Dcgm naming writes it
+	// as the vgpu label when DCGMOptions.VirtualGPUs is set.
+	VGPU string
 }
 
 // Label is one extra label of a holder.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -27,6 +28,12 @@ type Holder struct {
 	// (time-slicing or MPS "::N", GKE "/vgpuN", a DRA share id), whether or
 	// not another container holds another replica right now.
 	Shared bool
+	// VGPU is the replica of a shared GPU the container holds: N of
+	// "GPU-…::N" (time-slicing, MPS) or GKE's "/vgpuN", empty otherwise. It
+	// is the value of dcgm-exporter's vgpu label (its getSharedGPU in
+	// internal/pkg/transformation/kubernetes.go). A container holding
+	// several replicas of one device keeps the lowest.
+	VGPU string
 }
 
 func compareHolders(a, b Holder) int {
@@ -36,6 +43,8 @@ func compareHolders(a, b Holder) int {
 		strings.Compare(a.Container, b.Container),
 		strings.Compare(a.Resource, b.Resource),
 		strings.Compare(a.PodUID, b.PodUID),
+		cmp.Compare(len(a.VGPU), len(b.VGPU)), // numeric order for decimal replicas
+		strings.Compare(a.VGPU, b.VGPU),
 	)
 }
 
@@ -161,6 +170,9 @@ func (b *tableBuilder) add(raw string, idType IDType, h Holder, shared bool) {
 		return
 	}
 	h.Shared = shared || id.Shared()
+	if id.Replica >= 0 {
+		h.VGPU = strconv.Itoa(id.Replica)
+	}
 	b.entries = append(b.entries, entry{Raw: raw, ID: id, Holder: h})
 }
 

@@ -66,6 +66,11 @@ func holder(ns, pod, container, resource string, shared bool) Holder {
 	return Holder{Namespace: ns, Pod: pod, Container: container, Resource: resource, Shared: shared}
 }
 
+// replica is a holder of replica vgpu of a shared device.
+func replica(ns, pod, container, resource, vgpu string) Holder {
+	return Holder{Namespace: ns, Pod: pod, Container: container, Resource: resource, Shared: true, VGPU: vgpu}
+}
+
 func TestTableHolders(t *testing.T) {
 	t.Parallel()
 	inv := testInventory()
@@ -93,16 +98,16 @@ func TestTableHolders(t *testing.T) {
 		{"gke time-sharing", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", gpus("nvidia0/vgpu0"), nil},
 			ctr{"ml", "b", "main", gpus("nvidia0/vgpu1"), nil}), gpu0,
-			[]Holder{holder("ml", "a", "main", gpuRes, true), holder("ml", "b", "main", gpuRes, true)}},
+			[]Holder{replica("ml", "a", "main", gpuRes, "0"), replica("ml", "b", "main", gpuRes, "1")}},
 		{"time-sliced gpu shared by 3 pods", IDTypeAuto, listResponse(
 			ctr{"team-b", "infer", "server", map[string][]string{sharedRes: {uuid0 + "::2"}}, nil},
 			ctr{"team-a", "notebook", "jupyter", map[string][]string{sharedRes: {uuid0 + "::0"}}, nil},
 			ctr{"team-a", "batch", "worker", map[string][]string{sharedRes: {uuid0 + "::1"}}, nil}), gpu0,
-			[]Holder{holder("team-a", "batch", "worker", sharedRes, true), holder("team-a", "notebook", "jupyter", sharedRes, true),
-				holder("team-b", "infer", "server", sharedRes, true)}},
+			[]Holder{replica("team-a", "batch", "worker", sharedRes, "1"), replica("team-a", "notebook", "jupyter", sharedRes, "0"),
+				replica("team-b", "infer", "server", sharedRes, "2")}},
 		{"two replicas in one container give one holder", IDTypeAuto, listResponse(
-			ctr{"ml", "train", "main", map[string][]string{sharedRes: {uuid0 + "::0", uuid0 + "::1"}}, nil}), gpu0,
-			[]Holder{holder("ml", "train", "main", sharedRes, true)}},
+			ctr{"ml", "train", "main", map[string][]string{sharedRes: {uuid0 + "::10", uuid0 + "::9"}}, nil}), gpu0,
+			[]Holder{replica("ml", "train", "main", sharedRes, "9")}}, // the lowest replica
 		{"same container by uuid and index merges", IDTypeAuto, listResponse(
 			ctr{"ml", "train", "main", map[string][]string{"nvidia.com/gpu": {uuid0}, "example.com/gpu": {"0"}}, nil}), gpu0,
 			[]Holder{holder("ml", "train", "main", "example.com/gpu", false)}},
@@ -133,11 +138,11 @@ func TestTableHolders(t *testing.T) {
 		{"gke mig", IDTypeDeviceName, listResponse(
 			ctr{"ml", "a", "main", gpus("nvidia1/gi2"), nil},
 			ctr{"ml", "b", "main", gpus("nvidia1/gi1/vgpu0"), nil}), gi1,
-			[]Holder{holder("ml", "b", "main", gpuRes, true)}},
+			[]Holder{replica("ml", "b", "main", gpuRes, "0")}},
 		{"mig uuid replica", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", map[string][]string{migRes: {mig0 + "::0"}}, nil},
 			ctr{"ml", "b", "main", map[string][]string{migRes: {mig0 + "::1"}}, nil}), gi1,
-			[]Holder{holder("ml", "a", "main", migRes, true), holder("ml", "b", "main", migRes, true)}},
+			[]Holder{replica("ml", "a", "main", migRes, "0"), replica("ml", "b", "main", migRes, "1")}},
 		{"dra gpu", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", nil, []*podresourcesv1.ClaimResource{draGPU("gpu-0", nil)}}), gpu0,
 			[]Holder{holder("ml", "a", "main", "gpu.nvidia.com", false)}},
