@@ -279,6 +279,19 @@ func TestHelmVariants(t *testing.T) {
 			want:   want{remoteDCGM: "nvidia-dcgm.gpu-operator.svc:5555"},
 		},
 		{
+			name:   "beside the GPU Operator: its hostengine, DCGM only",
+			values: map[string]any{"gpuOperator": map[string]any{"enabled": true, "namespace": "nvidia-gpu-operator"}, "dcgm": map[string]any{"profiling": true}},
+			want:   want{remoteDCGM: "nvidia-dcgm.nvidia-gpu-operator.svc:5555"},
+			check: func(t *testing.T, objs []object) {
+				args := stringList(exporterContainer(t, objs), "args")
+				for _, a := range []string{"--source=dcgm", "--dcgm.mode=remote"} {
+					if !slices.Contains(args, a) {
+						t.Errorf("args %v lack %s: an NVML fallback or an embedded hostengine would hold the GPU devices during driver upgrades", args, a)
+					}
+				}
+			},
+		},
+		{
 			name:   "counters from values",
 			values: map[string]any{"counters": map[string]any{"csv": "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.\n"}},
 			check: func(t *testing.T, objs []object) {

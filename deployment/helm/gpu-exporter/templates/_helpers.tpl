@@ -97,7 +97,11 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- if $v.exporter.enablePprof }}
 - --web.enable-pprof
 {{- end }}
+{{- if $v.gpuOperator.enabled }}
+- --source=dcgm
+{{- else }}
 - --source={{ $v.exporter.source }}
+{{- end }}
 - --collect.interval={{ $v.exporter.collectInterval }}
 {{- if or $v.counters.csv $v.counters.existingConfigMap }}
 - --collect.counters=/etc/gpu-exporter/counters/counters.csv
@@ -124,9 +128,14 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- end }}
 - --kubernetes.enabled=false
 {{- end }}
+{{- if $v.gpuOperator.enabled }}
+- --dcgm.mode=remote
+- --dcgm.remote-address=nvidia-dcgm.{{ $v.gpuOperator.namespace }}.svc:5555
+{{- else }}
 - --dcgm.mode={{ $v.dcgm.mode }}
 {{- if eq $v.dcgm.mode "remote" }}
 - --dcgm.remote-address={{ required "dcgm.remoteAddress is required when dcgm.mode=remote" $v.dcgm.remoteAddress }}
+{{- end }}
 {{- end }}
 - --log.level={{ $v.exporter.logLevel }}
 - --log.format={{ $v.exporter.logFormat }}
@@ -142,7 +151,7 @@ is needed for the root-only pod-resources directory; without attribution
 nor profiling the default uid 0 becomes 65532. */}}
 {{- define "gpu-exporter.securityContext" -}}
 {{- $sc := deepCopy .Values.securityContext }}
-{{- $profiling := and .Values.dcgm.profiling (eq .Values.dcgm.mode "embedded") }}
+{{- $profiling := and .Values.dcgm.profiling (eq .Values.dcgm.mode "embedded") (not .Values.gpuOperator.enabled) }}
 {{- if and (not .Values.kubernetes.attribution) (not $profiling) (eq (toString $sc.runAsUser) "0") }}
 {{- $_ := set $sc "runAsUser" 65532 }}
 {{- $_ := set $sc "runAsGroup" 65532 }}
