@@ -109,6 +109,7 @@ func TestHelmLint(t *testing.T) {
 	chart := fixtureChart(t)
 	all := []string{
 		"serviceMonitor.enabled=true", "podMonitor.enabled=true", "rbacProxy.enabled=true",
+		"podMonitor.authorization.type=Bearer", "podMonitor.authorization.credentials.name=prometheus-token", "podMonitor.authorization.credentials.key=token",
 		"prometheusRule.enabled=true", "dashboards.enabled=true", "counters.csv=DCGM_FI_DEV_GPU_TEMP\\, gauge\\, t",
 	}
 	for name, sets := range map[string][]string{"defaults": nil, "everything": all} {
