@@ -59,6 +59,10 @@ type Config struct {
 	// PodInfo adds pod UIDs and allowlisted pod labels to held series; nil
 	// leaves them out.
 	PodInfo PodInfo
+	// RequireGPUs makes a collection that finds no GPU leave the collector
+	// not ready, with a warning: right for DCGM and NVML on a GPU node. The
+	// simulator may declare no GPU and still be ready.
+	RequireGPUs bool
 }
 
 // PodInfo looks up what the Kubernetes API knows of a pod. Version changes
@@ -129,6 +133,9 @@ type Collector struct {
 
 	page  atomic.Pointer[exposition.Page]
 	ready atomic.Bool
+	// noGPUs holds why the collector is not ready although collections
+	// succeed (no GPU found, with RequireGPUs); nil otherwise.
+	noGPUs atomic.Pointer[string]
 
 	mu       sync.Mutex // serialises collections (Run and direct Collect calls)
 	renderer *exposition.Renderer
@@ -193,8 +200,26 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 // Page returns the current page; never nil.
 func (c *Collector) Page() *exposition.Page { return c.page.Load() }
 
-// Ready reports whether a collection has succeeded since start.
-func (c *Collector) Ready() bool { return c.ready.Load() }
+// notReadyYet is the /readyz body before the first good collection.
+const notReadyYet = "not ready: no successful GPU collection yet"
+
+// Ready reports whether a collection has succeeded since start and, with
+// RequireGPUs, the last one found a GPU.
+func (c *Collector) Ready() bool {
+	ok, _ := c.Readiness()
+	return ok
+}
+
+// Readiness is Ready with the reason when not ready.
+func (c *Collector) Readiness() (bool, string) {
+	if !c.ready.Load() {
+		return false, notReadyYet
+	}
+	if r := c.noGPUs.Load(); r != nil {
+		return false, *r
+	}
+	return true, ""
+}
 
 // SetFields replaces the watched set from the next collection on.
 func (c *Collector) SetFields(set []fields.Field) {
@@ -284,6 +309,7 @@ func (c *Collector) collect(ctx context.Context) error {
 			c.logger.Info("GPU inventory changed", "gpus_before", c.lastInv.GPUs(), "gpus_now", s.Inventory.GPUs(), "entities", len(s.Inventory.Entities))
 		}
 		c.lastInv = s.Inventory
+		c.countEntities(s.Inventory)
 	}
 	var table *podresources.Table
 	if c.attr != nil {
@@ -498,4 +524,34 @@ func (c *Collector) health(ctx context.Context) ([]source.LostGPU, []source.Heal
 	}
 	c.healthFailed = false
 	return lost, inc
+}
+
+// countEntities sets gpu_exporter_gpus from a new inventory and, with
+// RequireGPUs, the readiness it implies.
+func (c *Collector) countEntities(inv *source.Inventory) {
+	var n [numKinds]int
+	for i := range inv.Entities {
+		if k := int(inv.Entities[i].Kind); k < numKinds {
+			n[k]++
+		}
+	}
+	for k, g := range c.m.gpus {
+		g.Set(float64(n[k]))
+	}
+	if !c.cfg.RequireGPUs {
+		return
+	}
+	if n[source.GPU] > 0 {
+		if c.noGPUs.Swap(nil) != nil {
+			c.logger.Info("GPU source reports GPUs again; ready", "source", c.src.Name(), "gpus", n[source.GPU])
+		}
+		return
+	}
+	reason := "no GPUs found: the " + c.src.Name() + " source reports none"
+	if all := c.filter.unfiltered(inv).GPUs(); all > 0 {
+		reason = fmt.Sprintf("no GPUs found: the %s source reports %d, none of them selected by --collect.gpus", c.src.Name(), all)
+	}
+	if c.noGPUs.Swap(&reason) == nil {
+		c.logger.Warn("GPU source reports no GPUs; /readyz answers 503 until one appears", "source", c.src.Name(), "reason", reason)
+	}
 }

@@ -4,7 +4,13 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
+
+// numKinds counts the entity kinds, source.GPU (0) to source.NVLink: the
+// values of gpu_exporter_gpus' kind label.
+const numKinds = int(source.NVLink) + 1
 
 // metrics are the collector's self-metrics.
 type metrics struct {
@@ -16,12 +22,14 @@ type metrics struct {
 	dropped     prometheus.Counter
 	lastSuccess prometheus.Gauge
 	unmatched   prometheus.Gauge
+	gpus        [numKinds]prometheus.Gauge // by source.EntityKind
+	gpusVec     *prometheus.GaugeVec
 }
 
 func newMetrics(sourceName string) *metrics {
 	m := &metrics{
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "gpu_exporter_source_up", Help: "Whether the last collection from the GPU source succeeded (1) or failed (0).",
+			Name: "gpu_exporter_source_up", Help: "Whether the last collection from the GPU source succeeded (1) or failed (0); a collection that finds no GPU succeeds (see gpu_exporter_gpus).",
 			ConstLabels: prometheus.Labels{"source": sourceName},
 		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -50,12 +58,18 @@ func newMetrics(sourceName string) *metrics {
 	for _, stage := range []string{"watch", "read", "timeout", "health"} {
 		m.errors.WithLabelValues(stage)
 	}
+	m.gpusVec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpu_exporter_gpus", Help: "Entities in the inventory of the last successful collection, after --collect.gpus, by kind (gpu, gpu_instance, nvswitch, nvlink).",
+	}, []string{"kind"})
+	for k := range source.EntityKind(numKinds) {
+		m.gpus[k] = m.gpusVec.WithLabelValues(k.String())
+	}
 	return m
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{m.up, m.duration, m.collections, m.errors, m.series, m.dropped, m.lastSuccess, m.unmatched} {
+	for _, c := range []prometheus.Collector{m.up, m.duration, m.collections, m.errors, m.series, m.dropped, m.lastSuccess, m.unmatched, m.gpusVec} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

@@ -34,7 +34,12 @@ type fakePages struct {
 }
 
 func (f *fakePages) Page() *exposition.Page { return f.page.Load() }
-func (f *fakePages) Ready() bool            { return f.ready.Load() }
+func (f *fakePages) Readiness() (bool, string) {
+	if f.ready.Load() {
+		return true, ""
+	}
+	return false, "not ready: testing"
+}
 
 func testPage(t *testing.T) *exposition.Page {
 	t.Helper()
@@ -90,8 +95,8 @@ func body(t *testing.T, r *http.Response) []byte {
 func TestReadiness(t *testing.T) {
 	t.Parallel()
 	s, pages := newTestServer(t, Config{})
-	if r := get(t, s.Handler(), "/readyz", nil); r.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("readyz before first collection = %d, want 503", r.StatusCode)
+	if r := get(t, s.Handler(), "/readyz", nil); r.StatusCode != http.StatusServiceUnavailable || string(body(t, r)) != "not ready: testing\n" {
+		t.Errorf("readyz before first collection = %d, want 503 with the reason", r.StatusCode)
 	}
 	pages.ready.Store(true)
 	if r := get(t, s.Handler(), "/readyz", nil); r.StatusCode != http.StatusOK {
