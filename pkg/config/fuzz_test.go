@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 )
 
 // FuzzParseCounters: any input parses or fails with an error naming the
-// file; never panics; a parsed set formats and parses back to the same ids.
+// file; never panics; names and help texts are UTF-8; a parsed set formats
+// and parses back to the same ids.
 func FuzzParseCounters(f *testing.F) {
 	f.Add("DCGM_FI_DEV_GPU_UTIL, gauge, util\n")
 	f.Add("# c\n\nDCGM_FI_DEV_FB_USED,counter,x,y,z\nDCGM_FI_DEV_GPU_TEMP, label, t\n")
 	f.Add("\ufeffgpu_power_watts, GAUGE, p\r\n")
 	f.Add("DCGM_FI_DEV_GPU_UTIL\n")
 	f.Add(",,,\n")
+	f.Add("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in \xb0C)\ndcgm_gpu_temp, histogram, again\n")
 	cat := fields.MustNew()
 	f.Fuzz(func(t *testing.T, in string) {
 		c, err := ParseCounters("fuzz.csv", strings.NewReader(in), cat)
@@ -24,6 +27,11 @@ func FuzzParseCounters(f *testing.F) {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 			return
+		}
+		for _, f := range append(c.Fields, c.Labels...) {
+			if !utf8.ValidString(f.DCGMName) || !utf8.ValidString(f.DCGMHelp) {
+				t.Fatalf("field %d: name %q or help %q is not UTF-8", f.ID, f.DCGMName, f.DCGMHelp)
+			}
 		}
 		var b bytes.Buffer
 		if err := Format(&b, c.Fields); err != nil {

@@ -275,7 +275,7 @@ func (c *Catalog) ByID(id uint16) (Field, bool) {
 // Lookup finds a field by its DCGM_FI_* name, one of its aliases, or its
 // exported Prometheus name; case does not matter.
 func (c *Catalog) Lookup(name string) (Field, bool) {
-	i, ok := c.byName[strings.ToUpper(strings.TrimSpace(name))]
+	i, ok := c.byName[nameKey(name)]
 	if !ok {
 		return Field{}, false
 	}
@@ -286,7 +286,7 @@ func (c *Catalog) Lookup(name string) (Field, bool) {
 // version, which counters files may list only as a "label" row) by its
 // DCGM_FI_* name or an alias; case does not matter.
 func (c *Catalog) LookupLabel(name string) (Field, bool) {
-	i, ok := c.byLabel[strings.ToUpper(strings.TrimSpace(name))]
+	i, ok := c.byLabel[nameKey(name)]
 	if !ok {
 		return Field{}, false
 	}

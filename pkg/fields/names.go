@@ -70,7 +70,7 @@ func attachNames(names []fieldName, rows, labels []Field) (map[string]uint16, er
 		}
 		known[key] = n.id
 		f, ok := byID[n.id]
-		if !ok || n.ours || strings.EqualFold(n.name, f.DCGMName) {
+		if !ok || n.ours || n.name == f.DCGMName {
 			continue
 		}
 		if strings.HasPrefix(n.name, "dcgm_") && f.LegacyName == "" {
