@@ -33,6 +33,7 @@ demo: build ## Run the exporter on the simulator (8 GPUs, simulated kubelet) at 
 
 test: tools ## Run every test (unit, fake DCGM, end-to-end with real Prometheus tools).
 	PATH="$(TOOLS_BIN):$$PATH" $(GO) test -race -timeout 20m ./...
+	cd tests/scrapeparse && $(GO) test -race ./...
 
 test-short: ## Unit tests only, no race detector.
 	$(GO) test -short ./...
@@ -77,6 +78,7 @@ fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pkg/source/sim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCounters$$' -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz '^FuzzLabelValuesRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/exposition
+	cd tests/scrapeparse && $(GO) test -run '^$$' -fuzz '^FuzzPagesParse$$' -fuzztime $(FUZZTIME) .
 
 CHART_FILES := deployment/helm/gpu-exporter/files
 

@@ -18,7 +18,7 @@ const LabelPrefix = "label_"
 type Label struct {
 	// Name is LabelPrefix and the sanitized Kubernetes key.
 	Name string
-	// Value is the Kubernetes label value, unchanged.
+	// Value is the Kubernetes label value, unchanged if it is UTF-8.
 	Value string
 }
 
@@ -51,7 +51,7 @@ func (a Info) equal(b Info) bool {
 func podInfo(pod *corev1.Pod, allow *regexp.Regexp, uid bool, limit int) (Info, []string) {
 	var info Info
 	if uid {
-		info.UID = string(pod.UID)
+		info.UID = validText(string(pod.UID))
 	}
 	if allow == nil || len(pod.Labels) == 0 {
 		return info, nil
@@ -74,7 +74,7 @@ func podInfo(pod *corev1.Pod, allow *regexp.Regexp, uid bool, limit int) (Info, 
 	}
 	info.Labels = make([]Label, len(keys))
 	for i, k := range keys {
-		info.Labels[i] = Label{Name: names[i], Value: pod.Labels[k]}
+		info.Labels[i] = Label{Name: names[i], Value: validText(pod.Labels[k])}
 	}
 	slices.SortFunc(info.Labels, func(a, b Label) int { return cmp.Compare(a.Name, b.Name) })
 	return info, dropped
@@ -148,6 +148,13 @@ func sanitize(key string) string {
 	}
 	return b.String()
 }
+
+// validText replaces each run of bytes that is not UTF-8 with U+FFFD. The
+// API server validates label values and UIDs, but nothing guarantees what a
+// proxy or another API implementation sends, and a label value that is not
+// UTF-8 makes Prometheus reject the whole scrape. Valid text is returned as
+// is, without allocating.
+func validText(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func isLowerOrDigit(r rune) bool {
 	return (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')

@@ -161,6 +161,7 @@ func TestPodInfo(t *testing.T) {
 	allowAll := regexp.MustCompile(`^(?:team|app\.kubernetes\.io/name|Zeta|alpha|quote)$`)
 	tests := []struct {
 		name        string
+		pod         *corev1.Pod // nil: the pod above
 		allow       *regexp.Regexp
 		uid         bool
 		limit       int
@@ -184,6 +185,12 @@ func TestPodInfo(t *testing.T) {
 			want: Info{},
 		},
 		{
+			name: "bytes that are not UTF-8 replaced in values and the UID", uid: true, limit: 10,
+			pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "0b6a\xff-uid", Labels: map[string]string{"team": "m\xb0l\xfe\xfd"}}},
+			allow: regexp.MustCompile(`^team$`),
+			want:  Info{UID: "0b6a\uFFFD-uid", Labels: []Label{{"label_team", "m\uFFFDl\uFFFD"}}},
+		},
+		{
 			// Keys in byte order: Zeta, alpha, app.kubernetes.io/name, quote, team.
 			name: "cap keeps the first keys in key order", allow: allowAll, uid: true, limit: 2,
 			want: Info{UID: "0b6a7c1e-uid", Labels: []Label{
@@ -196,7 +203,11 @@ func TestPodInfo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, dropped := podInfo(pod, tt.allow, tt.uid, tt.limit)
+			p := pod
+			if tt.pod != nil {
+				p = tt.pod
+			}
+			got, dropped := podInfo(p, tt.allow, tt.uid, tt.limit)
 			if !got.equal(tt.want) {
 				t.Errorf("podInfo() = %+v, want %+v", got, tt.want)
 			}

@@ -30,7 +30,8 @@
 // lower-cased; keys whose names collide are all renamed _conflict1,
 // _conflict2, … in byte order of the key. The prefix keeps them apart from
 // every label the exporter sets itself. Values are passed through
-// unchanged; the exposition escapes them. At most Config.MaxLabels labels
+// unchanged, except that bytes that are not UTF-8 become U+FFFD; the
+// exposition escapes them. At most Config.MaxLabels labels
 // per pod: the first keys in byte order, the others dropped with one log
 // line per pod.
 package podlabels
