@@ -26,10 +26,6 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
-// shutdownGrace bounds how long in-flight scrapes may take to finish after
-// SIGTERM.
-const shutdownGrace = 10 * time.Second
-
 // app is the wired exporter.
 type app struct {
 	o      *options
@@ -61,7 +57,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("gpu_exporter"),
 	)
-	counters, err := a.loadCounters()
+	counters, err := a.loadCounters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -84,13 +80,21 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		Fields: counters.Fields, Labels: counters.Labels,
 		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
 		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(),
+		RequireGPUs: a.src.Name() != "sim", // the simulator may declare no GPU, for tests
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
 		return nil, err
 	}
+	if o.webConfigFile != "" {
+		// Read once with a deadline before exporter-toolkit reads it
+		// without one: a named pipe or a hung mount fails here.
+		if _, err := config.ReadFile(ctx, o.webConfigFile); err != nil {
+			return nil, fmt.Errorf("--web.config.file: %w", err)
+		}
+	}
 	a.srv, err = server.New(server.Config{
 		ListenAddresses: o.listenAddresses, WebConfigFile: o.webConfigFile, SystemdSocket: o.systemdSocket,
-		TelemetryPath: o.telemetryPath, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: o.writeTimeout,
+		TelemetryPath: o.telemetryPath, HealthListenAddress: o.healthAddress, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: o.writeTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, EnablePprof: o.enablePprof, SelfMetricsMaxAge: time.Second,
 	}, a.coll, a.reg, a.reg, logger)
 	if err != nil {
@@ -107,8 +111,8 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 func (a *app) flagSet(name string) bool { return a.fs != nil && a.fs.Changed(name) }
 
 // loadCounters returns what --collect.counters lists, or the built-in set of
-// the naming.
-func (a *app) loadCounters() (collector.Counters, error) {
+// the naming. The read stops when ctx is done.
+func (a *app) loadCounters(ctx context.Context) (collector.Counters, error) {
 	if a.o.countersCSV == "" {
 		if a.o.namingMode == exposition.NamingDCGM {
 			set, labels := a.cat.DCGMDefaults()
@@ -116,7 +120,7 @@ func (a *app) loadCounters() (collector.Counters, error) {
 		}
 		return collector.Counters{Fields: a.cat.Defaults()}, nil
 	}
-	c, err := config.LoadCounters(a.o.countersCSV, a.cat)
+	c, err := config.LoadCountersContext(ctx, a.o.countersCSV, a.cat)
 	if err != nil {
 		return collector.Counters{}, fmt.Errorf("--collect.counters: %w", err)
 	}
@@ -272,13 +276,16 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 	for _, addr := range a.srv.Addrs() {
 		a.logger.Info("serving metrics", "address", addr.String(), "path", a.o.telemetryPath)
 	}
+	if addr := a.srv.HealthAddr(); addr != nil {
+		a.logger.Info("serving health probes without TLS or auth", "address", addr.String(), "paths", "/healthz,/readyz")
+	}
 
 	var err error
 loop:
 	for {
 		select {
 		case <-ctx.Done():
-			a.logger.Info("shutting down: finishing in-flight requests", "grace", shutdownGrace)
+			a.logger.Info("shutting down: finishing in-flight requests", "grace", a.o.shutdownGrace)
 			break loop
 		case err = <-serveErr:
 			if errors.Is(err, http.ErrServerClosed) {
@@ -286,10 +293,12 @@ loop:
 			}
 			break loop
 		case <-hup:
-			a.reload()
+			a.reload(ctx)
 		}
 	}
-	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+	// Past the grace period the server closes what is still open and
+	// reports no error: a routine stop exits 0.
+	sctx, scancel := context.WithTimeout(context.Background(), a.o.shutdownGrace)
 	defer scancel()
 	if serr := a.srv.Shutdown(sctx); serr != nil && err == nil {
 		err = fmt.Errorf("shutdown: %w", serr)
@@ -300,12 +309,12 @@ loop:
 }
 
 // reload re-reads the counters file; a bad file keeps the running set.
-func (a *app) reload() {
+func (a *app) reload(ctx context.Context) {
 	if a.o.countersCSV == "" {
 		a.logger.Info("SIGHUP: no --collect.counters file to reload")
 		return
 	}
-	k, err := a.loadCounters()
+	k, err := a.loadCounters(ctx)
 	if err == nil {
 		err = a.coll.SetCounters(k)
 	}

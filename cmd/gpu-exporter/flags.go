@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 )
 
 // envPrefix prefixes the environment twin of every flag:
@@ -29,6 +27,8 @@ type options struct {
 	telemetryPath   string
 	writeTimeout    time.Duration
 	enablePprof     bool
+	healthAddress   string
+	shutdownGrace   time.Duration
 
 	source      string
 	interval    time.Duration
@@ -97,10 +97,12 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.telemetryPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
 	fs.DurationVar(&o.writeTimeout, "web.write-timeout", 30*time.Second, "Longest time to write one HTTP response; bounds slow readers.")
 	fs.BoolVar(&o.enablePprof, "web.enable-pprof", false, "Serve Go profiling endpoints under /debug/pprof/ (behind the same TLS and auth).")
+	fs.StringVar(&o.healthAddress, "web.health-listen-address", "", "Address of a second, plain-HTTP listener serving only /healthz and /readyz, without the TLS and basic auth of --web.config.file, for probes (empty: none).")
+	fs.DurationVar(&o.shutdownGrace, "web.shutdown-grace", 10*time.Second, "On SIGTERM, longest time in-flight requests may take to finish; connections still open then are closed.")
 
 	fs.StringVar(&o.source, "source", "auto", "GPU data source: auto (DCGM, else NVML), dcgm, nvml or sim (built-in simulator).")
-	fs.DurationVar(&o.interval, "collect.interval", 10*time.Second, "Time between two collections from the GPU source.")
-	fs.DurationVar(&o.timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed (0: the collect interval).")
+	fs.DurationVar(&o.interval, "collect.interval", 10*time.Second, "Time between two collections from the GPU source (at least 100ms).")
+	fs.DurationVar(&o.timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed, at most the collect interval (0: the collect interval).")
 	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
 	fs.StringVar(&o.gpus, "collect.gpus", "", "GPU indices to export, comma-separated, with ranges (0,2-3); their MIG instances come with them (empty: every GPU).")
@@ -116,10 +118,10 @@ func newFlagSet(o *options) *pflag.FlagSet {
 
 	fs.StringVar(&o.k8sEnabled, "kubernetes.enabled", "auto", "Attribute GPUs to pods through the kubelet pod-resources API: auto (when the socket exists), true or false.")
 	fs.StringVar(&o.k8sSocket, "kubernetes.pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "Path of the kubelet pod-resources unix socket.")
-	fs.DurationVar(&o.k8sRefresh, "kubernetes.refresh-interval", 0, "Time between two pod-resources List calls (0: the collect interval).")
+	fs.DurationVar(&o.k8sRefresh, "kubernetes.refresh-interval", 0, "Time between two pod-resources List calls, at least 100ms (0: the collect interval).")
 	fs.StringSliceVar(&o.k8sResources, "kubernetes.resource-names", nil, "Extra extended-resource names (globs allowed) that hold GPUs, besides nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-*.")
 	fs.StringVar(&o.k8sIDType, "kubernetes.gpu-id-type", "auto", "Device id forms to accept from the kubelet: auto (every form), uid (GPU/MIG UUIDs, replicas), device-name (nvidiaN, GKE nvidiaN/giM) or dra.")
-	fs.DurationVar(&o.k8sCallTimeout, "kubernetes.timeout", 5*time.Second, "Longest time one pod-resources call may take.")
+	fs.DurationVar(&o.k8sCallTimeout, "kubernetes.timeout", 5*time.Second, "Longest time one pod-resources call may take, at most the refresh interval.")
 	fs.StringVar(&o.podLabels, "kubernetes.pod-labels", "", "Regular expression (anchored) of pod label keys to add as label_<key> to attributed series; needs NODE_NAME and list/watch on pods (empty: none).")
 	fs.BoolVar(&o.podUID, "kubernetes.pod-uid", false, "Add pod_uid to attributed series; needs NODE_NAME and list/watch on pods.")
 	fs.IntVar(&o.podLabelsLimit, "kubernetes.pod-labels-limit", 10, "Most pod labels added per pod (1-12); keys past it are dropped and logged.")
@@ -186,95 +188,6 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	}
 	o.nodeName = getenv("NODE_NAME")
 	return o, fs, o.validate(fs)
-}
-
-func (o *options) validate(fs *pflag.FlagSet) error {
-	if o.interval <= 0 {
-		return fmt.Errorf("--collect.interval must be positive, got %s", o.interval)
-	}
-	if o.timeout < 0 {
-		return fmt.Errorf("--collect.timeout must not be negative, got %s", o.timeout)
-	}
-	if o.timeout == 0 {
-		o.timeout = o.interval
-	}
-	if o.maxSeries < 0 {
-		return fmt.Errorf("--collect.max-series must not be negative, got %d", o.maxSeries)
-	}
-	gpus, err := parseGPUList(o.gpus)
-	if err != nil {
-		return fmt.Errorf("--collect.gpus: %w", err)
-	}
-	o.gpuList = gpus
-	if o.namingMode, err = exposition.ParseNaming(o.naming); err != nil {
-		return fmt.Errorf("--naming: %w", err)
-	}
-	switch o.hostnameLabel {
-	case exposition.HostnameLabel, exposition.HostnameLabelLower, "none":
-	default:
-		return fmt.Errorf("--naming.hostname-label: want %s, %s or none, got %q", exposition.HostnameLabel, exposition.HostnameLabelLower, o.hostnameLabel)
-	}
-	if o.xidWindow <= 0 {
-		return fmt.Errorf("--naming.xid-count-window must be positive, got %s", o.xidWindow)
-	}
-	if o.clockEventsWindow <= 0 {
-		return fmt.Errorf("--naming.clock-events-count-window must be positive, got %s", o.clockEventsWindow)
-	}
-	if o.writeTimeout <= 0 {
-		return fmt.Errorf("--web.write-timeout must be positive, got %s", o.writeTimeout)
-	}
-	switch o.source {
-	case "auto", "dcgm", "nvml", "sim":
-	default:
-		return fmt.Errorf("--source: unknown source %q (want auto, dcgm, nvml or sim)", o.source)
-	}
-	switch o.k8sEnabled {
-	case "auto", "true", "false":
-	default:
-		return fmt.Errorf("--kubernetes.enabled: want auto, true or false, got %q", o.k8sEnabled)
-	}
-	if _, err := podresources.ParseIDType(o.k8sIDType); err != nil {
-		return fmt.Errorf("--kubernetes.gpu-id-type: %w", err)
-	}
-	if o.k8sRefresh < 0 {
-		return fmt.Errorf("--kubernetes.refresh-interval must not be negative, got %s", o.k8sRefresh)
-	}
-	if o.k8sRefresh == 0 {
-		o.k8sRefresh = o.interval
-	}
-	if o.k8sCallTimeout <= 0 {
-		return fmt.Errorf("--kubernetes.timeout must be positive, got %s", o.k8sCallTimeout)
-	}
-	allow, err := podlabels.ParseAllowlist(o.podLabels)
-	if err != nil {
-		return err // names the flag
-	}
-	o.podAllow = allow
-	if o.podLabelsLimit < 1 || o.podLabelsLimit > podlabels.MaxLabelsLimit {
-		return fmt.Errorf("--kubernetes.pod-labels-limit must be 1..%d, got %d", podlabels.MaxLabelsLimit, o.podLabelsLimit)
-	}
-	if o.k8sCallTimeout > o.k8sRefresh {
-		if fs.Changed("kubernetes.timeout") {
-			return fmt.Errorf("--kubernetes.timeout (%s) must not exceed the refresh interval (%s)", o.k8sCallTimeout, o.k8sRefresh)
-		}
-		o.k8sCallTimeout = o.k8sRefresh
-	}
-	if o.dcgmRemoteAddress != "" && !fs.Changed("dcgm.mode") {
-		o.dcgmMode = "remote"
-	}
-	switch o.dcgmMode {
-	case "embedded":
-		if o.dcgmRemoteAddress != "" {
-			return fmt.Errorf("--dcgm.mode=embedded conflicts with --dcgm.remote-address=%s", o.dcgmRemoteAddress)
-		}
-	case "remote":
-		if o.dcgmRemoteAddress == "" {
-			return fmt.Errorf("--dcgm.mode=remote needs --dcgm.remote-address")
-		}
-	default:
-		return fmt.Errorf("--dcgm.mode: want embedded or remote, got %q", o.dcgmMode)
-	}
-	return nil
 }
 
 // maxGPUIndex bounds --collect.gpus: far above any host's GPU count.

@@ -43,6 +43,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger.Info("starting gpu-exporter", "version", version.Info(), "build_context", version.BuildContext())
 	logCompat(logger, o, fs)
 	a, err := newApp(ctx, o, fs, logger)
+	if err != nil && ctx.Err() != nil {
+		// SIGTERM or SIGINT during start-up: a requested stop, not a failure.
+		logger.Info("stopped during start-up", "err", err)
+		return 0
+	}
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
@@ -23,7 +24,7 @@ const probeTimeout = 10 * time.Second
 func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) {
 	switch a.o.source {
 	case "sim":
-		return a.openSim()
+		return a.openSim(ctx)
 	case "dcgm":
 		// An explicit DCGM source starts even while the hostengine is down:
 		// it reconnects with backoff and gpu_exporter_source_up says so.
@@ -90,8 +91,8 @@ func (a *app) openAuto(ctx context.Context) error {
 }
 
 // openSim loads the scenario, starts the simulator and its fake kubelet.
-func (a *app) openSim() (string, error) {
-	scn, err := loadScenario(a.o.scenario)
+func (a *app) openSim(ctx context.Context) (string, error) {
+	scn, err := loadScenario(ctx, a.o.scenario)
 	if err != nil {
 		return "", fmt.Errorf("--sim.scenario: %w", err)
 	}
@@ -120,10 +121,15 @@ func (a *app) openSim() (string, error) {
 	return socket, nil
 }
 
-// loadScenario takes a built-in scenario name or a file path.
-func loadScenario(name string) (*sim.Scenario, error) {
-	if strings.ContainsAny(name, "/.") {
-		return sim.Load(name)
+// loadScenario takes a built-in scenario name or a file path. A file must
+// be a regular file; its read stops at a deadline or when ctx is done.
+func loadScenario(ctx context.Context, name string) (*sim.Scenario, error) {
+	if !strings.ContainsAny(name, "/.") {
+		return sim.LoadBuiltin(name)
 	}
-	return sim.LoadBuiltin(name)
+	data, err := config.ReadFile(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return sim.Parse(name, data)
 }

@@ -1,0 +1,288 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// flagChecks says, for every gpu-exporter flag, a value start-up refuses
+// and the message it gives, or (free) why no value needs refusing at
+// parse time. A flag added without an entry fails
+// TestEveryFlagIsValidated.
+var flagChecks = map[string]struct{ bad, want, free string }{
+	"web.listen-address":                  {bad: "nowhere", want: "want host:port"},
+	"web.config.file":                     {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular), then exporter-toolkit checks it"},
+	"web.systemd-socket":                  {bad: "maybe", want: "invalid argument"},
+	"web.telemetry-path":                  {bad: "/healthz", want: "health endpoint"},
+	"web.write-timeout":                   {bad: "0s", want: "must be positive"},
+	"web.enable-pprof":                    {bad: "maybe", want: "invalid argument"},
+	"web.health-listen-address":           {bad: "nowhere", want: "want host:port"},
+	"web.shutdown-grace":                  {bad: "-1s", want: "must be positive"},
+	"source":                              {bad: "cuda", want: "unknown source"},
+	"collect.interval":                    {bad: "99ms", want: "must be at least 100ms"},
+	"collect.timeout":                     {bad: "-1s", want: "must not be negative"},
+	"collect.counters":                    {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular) that parses"},
+	"collect.max-series":                  {bad: "-1", want: "must not be negative"},
+	"collect.gpus":                        {bad: "0-x", want: "is not a GPU index or range"},
+	"sim.scenario":                        {bad: " ", want: "must name a built-in scenario or a file"},
+	"naming":                              {bad: "nvidia", want: "--naming"},
+	"naming.hostname-label":               {bad: "host", want: "want Hostname, hostname or none"},
+	"naming.old-namespace":                {bad: "maybe", want: "invalid argument"},
+	"naming.replace-blanks-in-model-name": {bad: "maybe", want: "invalid argument"},
+	"naming.vgpu-label":                   {bad: "maybe", want: "invalid argument"},
+	"naming.xid-count-window":             {bad: "0s", want: "must be positive"},
+	"naming.clock-events-count-window":    {bad: "0s", want: "must be positive"},
+	"kubernetes.enabled":                  {bad: "maybe", want: "want auto, true or false"},
+	"kubernetes.pod-resources-socket":     {bad: " ", want: "must not be empty"},
+	"kubernetes.refresh-interval":         {bad: "10ms", want: "must be at least 100ms"},
+	"kubernetes.resource-names":           {bad: "a/[b", want: "pattern"},
+	"kubernetes.gpu-id-type":              {bad: "serial", want: "--kubernetes.gpu-id-type"},
+	"kubernetes.timeout":                  {bad: "0s", want: "must be positive"},
+	"kubernetes.pod-labels":               {bad: "team(", want: "--kubernetes.pod-labels"},
+	"kubernetes.pod-uid":                  {bad: "maybe", want: "invalid argument"},
+	"kubernetes.pod-labels-limit":         {bad: "13", want: "must be 1..12"},
+	"dcgm.mode":                           {bad: "cloud", want: "want embedded or remote"},
+	"dcgm.remote-address":                 {free: "host:port or a socket path; reaching it is checked by the source, which retries"},
+	"log.level":                           {bad: "loud", want: "invalid argument"},
+	"log.format":                          {bad: "xml", want: "invalid argument"},
+	"version":                             {bad: "maybe", want: "invalid argument"},
+}
+
+// TestEveryFlagIsValidated: each flag of gpu-exporter refuses a bad value
+// at start with a message naming the flag.
+func TestEveryFlagIsValidated(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet(&options{})
+	fs.VisitAll(func(f *pflag.Flag) {
+		c, ok := flagChecks[f.Name]
+		if !ok {
+			t.Errorf("--%s has no entry in flagChecks: say which value start-up refuses", f.Name)
+			return
+		}
+		if c.free != "" {
+			return
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			_, _, err := parseFlags([]string{"--" + f.Name + "=" + c.bad}, noEnv, io.Discard)
+			if err == nil {
+				t.Fatalf("--%s=%q accepted", f.Name, c.bad)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--"+f.Name) {
+				t.Errorf("--%s=%q: error %q, want it to name the flag and contain %q", f.Name, c.bad, err, c.want)
+			}
+		})
+	})
+	for name := range flagChecks {
+		if fs.Lookup(name) == nil {
+			t.Errorf("flagChecks lists --%s, which is no flag", name)
+		}
+	}
+}
+
+func mkfifo(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	return p
+}
+
+// TestConfigFilesMustBeRegular: a named pipe given as a counters,
+// scenario or web config file used to hang start-up (and SIGTERM with it);
+// now start-up fails at once, naming the flag.
+func TestConfigFilesMustBeRegular(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		flag string
+		file string
+	}{
+		{"--collect.counters", "counters.csv"},
+		{"--sim.scenario", "scenario.yaml"},
+		{"--web.config.file", "web.yml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.flag, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--source=sim", "--kubernetes.enabled=false", "--web.listen-address=127.0.0.1:0", tc.flag + "=" + mkfifo(t, tc.file)}
+			var stderr syncBuffer
+			done := make(chan int, 1)
+			go func() { done <- run(t.Context(), args, noEnv, io.Discard, &stderr, nil) }()
+			select {
+			case code := <-done:
+				if code != 1 {
+					t.Errorf("exit code %d, want 1", code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("start-up hangs on a named pipe given to %s", tc.flag)
+			}
+			for _, want := range []string{tc.flag, "not a regular file (it is a named pipe)"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("log lacks %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// TestStopDuringStartup: SIGTERM (ctx canceled) while start-up is under
+// way is a requested stop: the process returns promptly with 0.
+func TestStopDuringStartup(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--source=sim", "--kubernetes.enabled=false", "--web.listen-address=127.0.0.1:0"}, noEnv, io.Discard, io.Discard, nil)
+	}()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit code %d, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no return within 10s of a canceled start")
+	}
+}
+
+// startExporter runs the exporter in-process and returns its log and a
+// function that stops it and returns the exit code.
+func startExporter(t *testing.T, args ...string) (*syncBuffer, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, noEnv, io.Discard, &stderr, nil) }()
+	stop := func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(15 * time.Second):
+			t.Fatalf("exporter did not stop within 15s; log:\n%s", stderr.String())
+			return -1
+		}
+	}
+	t.Cleanup(func() { cancel() })
+	return &stderr, stop
+}
+
+// TestShutdownPastGraceExitsZero: a client stalled on a connection past
+// --web.shutdown-grace is cut off and the process exits 0; it used to exit
+// 1 with "shutdown: context deadline exceeded".
+func TestShutdownPastGraceExitsZero(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	stderr, stop := startExporter(t, "--source=sim", "--kubernetes.enabled=false", "--web.listen-address="+addr,
+		"--collect.interval=200ms", "--web.shutdown-grace=200ms")
+	waitFor(t, "http://"+addr+"/readyz", http.StatusOK)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Half a request: the server waits for the rest (up to its 10s
+	// header timeout), holding the connection open.
+	if _, err := conn.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The server accepts connections in order: once a later, new
+	// connection is served, the stalled one has been accepted.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	resp, err := fresh.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	if code := stop(); code != 0 {
+		t.Errorf("exit code %d, want 0; log:\n%s", code, stderr.String())
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("stop took %s with a 200ms grace", took)
+	}
+	if !strings.Contains(stderr.String(), "shutdown grace period over") {
+		t.Errorf("log does not say the grace period ran out:\n%s", stderr.String())
+	}
+}
+
+// TestHealthListenerWithBasicAuth: with basic auth on, probes on the main
+// listener get 401; the health listener answers them without credentials
+// and serves nothing else.
+func TestHealthListenerWithBasicAuth(t *testing.T) {
+	t.Parallel()
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prom: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, health := freeAddr(t), freeAddr(t)
+	stderr, stop := startExporter(t, "--source=sim", "--kubernetes.enabled=false", "--web.listen-address="+addr,
+		"--web.config.file="+webConfig, "--web.health-listen-address="+health, "--collect.interval=200ms")
+	waitFor(t, "http://"+health+"/readyz", http.StatusOK)
+	cases := []struct {
+		url  string
+		want int
+	}{
+		{"http://" + addr + "/readyz", http.StatusUnauthorized},
+		{"http://" + addr + "/healthz", http.StatusUnauthorized},
+		{"http://" + addr + "/metrics", http.StatusUnauthorized},
+		{"http://" + health + "/healthz", http.StatusOK},
+		{"http://" + health + "/readyz", http.StatusOK},
+		{"http://" + health + "/metrics", http.StatusNotFound},
+	}
+	for _, tc := range cases {
+		resp, err := http.Get(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s = %d, want %d", tc.url, resp.StatusCode, tc.want)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit code %d; log:\n%s", code, stderr.String())
+	}
+}
+
+// TestSimulatorWithoutGPUs: the simulator may declare no GPU (tests do)
+// and stays ready; gpu_exporter_gpus says 0.
+func TestSimulatorWithoutGPUs(t *testing.T) {
+	t.Parallel()
+	scenario := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(scenario, []byte("name: empty\ngpus: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	stderr, stop := startExporter(t, "--source=sim", "--sim.scenario="+scenario, "--kubernetes.enabled=false",
+		"--web.listen-address="+addr, "--collect.interval=200ms")
+	waitFor(t, "http://"+addr+"/readyz", http.StatusOK)
+	fams, _ := scrape(t, "http://"+addr+"/metrics")
+	got := map[string]float64{}
+	for _, m := range fams["gpu_exporter_gpus"].GetMetric() {
+		got[labels(m)["kind"]] = m.GetGauge().GetValue()
+	}
+	if v, ok := got["gpu"]; !ok || v != 0 {
+		t.Errorf("gpu_exporter_gpus = %v, want kind=\"gpu\" 0", got)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit code %d; log:\n%s", code, stderr.String())
+	}
+}
