@@ -86,10 +86,8 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		return nil, err
 	}
 	if o.webConfigFile != "" {
-		// Read once with a deadline before exporter-toolkit reads it
-		// without one: a named pipe or a hung mount fails here.
-		if _, err := config.ReadFile(ctx, o.webConfigFile); err != nil {
-			return nil, fmt.Errorf("--web.config.file: %w", err)
+		if err := checkWebConfig(ctx, o.webConfigFile); err != nil {
+			return nil, err
 		}
 	}
 	a.srv, err = server.New(server.Config{

@@ -122,6 +122,21 @@ type compatUse struct {
 	given []string
 	// already are the notes of flags gpu-exporter needs no action for.
 	already []string
+	// setBy names, per gpu-exporter flag a dcgm-exporter flag or variable
+	// set, what set it, for validation errors.
+	setBy map[string]string
+}
+
+// explain adds to a validation error naming a gpu-exporter flag the
+// dcgm-exporter flag or variable that set it: "-c 1" is refused as
+// --collect.interval, and the user should recognise it.
+func (u compatUse) explain(err error) error {
+	for target, where := range u.setBy {
+		if strings.Contains(err.Error(), "--"+target) {
+			return fmt.Errorf("%w (--%s set by %s)", err, target, where)
+		}
+	}
+	return err
 }
 
 // aliasSet is the dcgm-exporter flags registered on a flag set.
@@ -282,6 +297,10 @@ func (as aliasSet) apply(fs *pflag.FlagSet, a alias, v, where string, use *compa
 	if err := fs.Set(a.target, out); err != nil {
 		return fmt.Errorf("%s=%q (dcgm-exporter, for --%s): %w", where, v, a.target, err)
 	}
+	if use.setBy == nil {
+		use.setBy = map[string]string{}
+	}
+	use.setBy[a.target] = where + "=" + strconv.Quote(v)
 	return nil
 }
 

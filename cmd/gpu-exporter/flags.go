@@ -187,7 +187,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, fs, err
 	}
 	o.nodeName = getenv("NODE_NAME")
-	return o, fs, o.validate(fs)
+	if err := o.validate(fs); err != nil {
+		return o, fs, o.dcgmExporter.explain(err)
+	}
+	return o, fs, nil
 }
 
 // maxGPUIndex bounds --collect.gpus: far above any host's GPU count.

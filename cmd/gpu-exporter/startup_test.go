@@ -106,18 +106,30 @@ func mkfifo(t *testing.T, name string) string {
 // now start-up fails at once, naming the flag.
 func TestConfigFilesMustBeRegular(t *testing.T) {
 	t.Parallel()
+	// webConfigNamingPipe writes a web config whose certificate and key
+	// are a named pipe (named relative to the config, as users do).
+	webConfigNamingPipe := func(t *testing.T) string {
+		fifo := mkfifo(t, "pipe.pem")
+		p := filepath.Join(filepath.Dir(fifo), "web.yml")
+		if err := os.WriteFile(p, []byte("tls_server_config:\n  cert_file: pipe.pem\n  key_file: pipe.pem\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	cases := []struct {
-		flag string
-		file string
+		name, flag string
+		value      func(t *testing.T) string
+		want       string
 	}{
-		{"--collect.counters", "counters.csv"},
-		{"--sim.scenario", "scenario.yaml"},
-		{"--web.config.file", "web.yml"},
+		{"counters", "--collect.counters", func(t *testing.T) string { return mkfifo(t, "counters.csv") }, ""},
+		{"scenario", "--sim.scenario", func(t *testing.T) string { return mkfifo(t, "scenario.yaml") }, ""},
+		{"web config", "--web.config.file", func(t *testing.T) string { return mkfifo(t, "web.yml") }, ""},
+		{"certificate in the web config", "--web.config.file", webConfigNamingPipe, "tls_server_config.cert_file"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.flag, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			args := []string{"--source=sim", "--kubernetes.enabled=false", "--web.listen-address=127.0.0.1:0", tc.flag + "=" + mkfifo(t, tc.file)}
+			args := []string{"--source=sim", "--kubernetes.enabled=false", "--web.listen-address=127.0.0.1:0", tc.flag + "=" + tc.value(t)}
 			var stderr syncBuffer
 			done := make(chan int, 1)
 			go func() { done <- run(t.Context(), args, noEnv, io.Discard, &stderr, nil) }()
@@ -129,7 +141,7 @@ func TestConfigFilesMustBeRegular(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("start-up hangs on a named pipe given to %s", tc.flag)
 			}
-			for _, want := range []string{tc.flag, "not a regular file (it is a named pipe)"} {
+			for _, want := range []string{tc.flag, tc.want, "not a regular file (it is a named pipe)"} {
 				if !strings.Contains(stderr.String(), want) {
 					t.Errorf("log lacks %q:\n%s", want, stderr.String())
 				}
