@@ -22,52 +22,59 @@ import (
 // and the message it gives, or (free) why no value needs refusing at
 // parse time. A flag added without an entry fails
 // TestEveryFlagIsValidated.
-var flagChecks = map[string]struct{ bad, want, free string }{
-	"web.listen-address":                  {bad: "nowhere", want: "want host:port"},
-	"web.config.file":                     {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular), then exporter-toolkit checks it"},
-	"web.systemd-socket":                  {bad: "maybe", want: "invalid argument"},
-	"web.telemetry-path":                  {bad: "/healthz", want: "health endpoint"},
-	"web.write-timeout":                   {bad: "0s", want: "must be positive"},
-	"web.enable-pprof":                    {bad: "maybe", want: "invalid argument"},
-	"web.health-listen-address":           {bad: "nowhere", want: "want host:port"},
-	"web.shutdown-grace":                  {bad: "-1s", want: "must be positive"},
-	"source":                              {bad: "cuda", want: "unknown source"},
-	"collect.interval":                    {bad: "99ms", want: "must be at least 100ms"},
-	"collect.timeout":                     {bad: "-1s", want: "must not be negative"},
-	"collect.counters":                    {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular) that parses"},
-	"collect.max-series":                  {bad: "-1", want: "must not be negative"},
-	"collect.gpus":                        {bad: "0-x", want: "is not a GPU index or range"},
-	"sim.scenario":                        {bad: " ", want: "must name a built-in scenario or a file"},
-	"naming":                              {bad: "nvidia", want: "--naming"},
-	"naming.hostname-label":               {bad: "host", want: "want Hostname, hostname or none"},
-	"naming.old-namespace":                {bad: "maybe", want: "invalid argument"},
-	"naming.replace-blanks-in-model-name": {bad: "maybe", want: "invalid argument"},
-	"naming.vgpu-label":                   {bad: "maybe", want: "invalid argument"},
-	"naming.xid-count-window":             {bad: "0s", want: "must be positive"},
-	"naming.clock-events-count-window":    {bad: "0s", want: "must be positive"},
-	"kubernetes.enabled":                  {bad: "maybe", want: "want auto, true or false"},
-	"kubernetes.pod-resources-socket":     {bad: " ", want: "must not be empty"},
-	"kubernetes.refresh-interval":         {bad: "10ms", want: "must be at least 100ms"},
-	"kubernetes.resource-names":           {bad: "a/[b", want: "pattern"},
-	"kubernetes.gpu-id-type":              {bad: "serial", want: "--kubernetes.gpu-id-type"},
-	"kubernetes.timeout":                  {bad: "0s", want: "must be positive"},
-	"kubernetes.pod-labels":               {bad: "team(", want: "--kubernetes.pod-labels"},
-	"kubernetes.pod-uid":                  {bad: "maybe", want: "invalid argument"},
-	"kubernetes.pod-labels-limit":         {bad: "13", want: "must be 1..12"},
-	"dcgm.mode":                           {bad: "cloud", want: "want embedded or remote"},
-	"dcgm.remote-address":                 {free: "host:port or a socket path; reaching it is checked by the source, which retries"},
-	"log.level":                           {bad: "loud", want: "invalid argument"},
-	"log.format":                          {bad: "xml", want: "invalid argument"},
-	"version":                             {bad: "maybe", want: "invalid argument"},
+func flagChecks() map[string]flagCheck {
+	return map[string]flagCheck{
+		"web.listen-address":                  {bad: "nowhere", want: "want host:port"},
+		"web.config.file":                     {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular), then exporter-toolkit checks it"},
+		"web.systemd-socket":                  {bad: "maybe", want: "invalid argument"},
+		"web.telemetry-path":                  {bad: "/healthz", want: "health endpoint"},
+		"web.write-timeout":                   {bad: "0s", want: "must be positive"},
+		"web.enable-pprof":                    {bad: "maybe", want: "invalid argument"},
+		"web.health-listen-address":           {bad: "nowhere", want: "want host:port"},
+		"web.shutdown-grace":                  {bad: "-1s", want: "must be positive"},
+		"source":                              {bad: "cuda", want: "unknown source"},
+		"collect.interval":                    {bad: "99ms", want: "must be at least 100ms"},
+		"collect.timeout":                     {bad: "-1s", want: "must not be negative"},
+		"collect.counters":                    {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular) that parses"},
+		"collect.max-series":                  {bad: "-1", want: "must not be negative"},
+		"collect.gpus":                        {bad: "0-x", want: "is not a GPU index or range"},
+		"sim.scenario":                        {bad: " ", want: "must name a built-in scenario or a file"},
+		"naming":                              {bad: "nvidia", want: "--naming"},
+		"naming.hostname-label":               {bad: "host", want: "want Hostname, hostname or none"},
+		"naming.old-namespace":                {bad: "maybe", want: "invalid argument"},
+		"naming.replace-blanks-in-model-name": {bad: "maybe", want: "invalid argument"},
+		"naming.vgpu-label":                   {bad: "maybe", want: "invalid argument"},
+		"naming.xid-count-window":             {bad: "0s", want: "must be positive"},
+		"naming.clock-events-count-window":    {bad: "0s", want: "must be positive"},
+		"kubernetes.enabled":                  {bad: "maybe", want: "want auto, true or false"},
+		"kubernetes.pod-resources-socket":     {bad: " ", want: "must not be empty"},
+		"kubernetes.refresh-interval":         {bad: "10ms", want: "must be at least 100ms"},
+		"kubernetes.resource-names":           {bad: "a/[b", want: "pattern"},
+		"kubernetes.gpu-id-type":              {bad: "serial", want: "--kubernetes.gpu-id-type"},
+		"kubernetes.timeout":                  {bad: "0s", want: "must be positive"},
+		"kubernetes.pod-labels":               {bad: "team(", want: "--kubernetes.pod-labels"},
+		"kubernetes.pod-uid":                  {bad: "maybe", want: "invalid argument"},
+		"kubernetes.pod-labels-limit":         {bad: "13", want: "must be 1..12"},
+		"dcgm.mode":                           {bad: "cloud", want: "want embedded or remote"},
+		"dcgm.remote-address":                 {free: "host:port or a socket path; reaching it is checked by the source, which retries"},
+		"log.level":                           {bad: "loud", want: "invalid argument"},
+		"log.format":                          {bad: "xml", want: "invalid argument"},
+		"version":                             {bad: "maybe", want: "invalid argument"},
+	}
 }
+
+// flagCheck is a value a flag refuses and the message, or why it needs no
+// check at parse time.
+type flagCheck struct{ bad, want, free string }
 
 // TestEveryFlagIsValidated: each flag of gpu-exporter refuses a bad value
 // at start with a message naming the flag.
 func TestEveryFlagIsValidated(t *testing.T) {
 	t.Parallel()
+	checks := flagChecks()
 	fs := newFlagSet(&options{})
 	fs.VisitAll(func(f *pflag.Flag) {
-		c, ok := flagChecks[f.Name]
+		c, ok := checks[f.Name]
 		if !ok {
 			t.Errorf("--%s has no entry in flagChecks: say which value start-up refuses", f.Name)
 			return
@@ -85,7 +92,7 @@ func TestEveryFlagIsValidated(t *testing.T) {
 			}
 		})
 	})
-	for name := range flagChecks {
+	for name := range checks {
 		if fs.Lookup(name) == nil {
 			t.Errorf("flagChecks lists --%s, which is no flag", name)
 		}
@@ -151,22 +158,30 @@ func TestConfigFilesMustBeRegular(t *testing.T) {
 }
 
 // TestStopDuringStartup: SIGTERM (ctx canceled) while start-up is under
-// way is a requested stop: the process returns promptly with 0.
+// way is a requested stop: the process returns promptly with 0, also when
+// the stop interrupted a step (the --source=auto probe), which used to
+// exit 1 as "cannot start".
 func TestStopDuringStartup(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--source=sim", "--kubernetes.enabled=false", "--web.listen-address=127.0.0.1:0"}, noEnv, io.Discard, io.Discard, nil)
-	}()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit code %d, want 0", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no return within 10s of a canceled start")
+	for _, source := range []string{"sim", "auto"} {
+		t.Run(source, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			var stderr syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{"--source=" + source, "--kubernetes.enabled=false", "--web.listen-address=127.0.0.1:0"}, noEnv, io.Discard, &stderr, nil)
+			}()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("exit code %d, want 0; log:\n%s", code, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no return within 10s of a canceled start")
+			}
+		})
 	}
 }
 
