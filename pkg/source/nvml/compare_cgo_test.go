@@ -55,6 +55,7 @@ type gpuState struct {
 	ecc             [4]int64 // SBE, DBE volatile; SBE, DBE aggregate
 	retired         [3]int64 // SBE, DBE pages; pending
 	remap           [4]int64 // uncorrectable, correctable, failure, pending
+	recovery        int64    // driver's recovery action (nvmlDeviceGpuRecoveryAction_t)
 	xids            []int64
 	migs            []migState
 }
@@ -74,7 +75,7 @@ func node() []gpuState {
 			fb: [4]int64{81559, 80023, 1024, 512}, smMHz: 1980, memMHz: 2619, reasons: 0x4 | 0x20 | 0x100,
 			tempC: 45, memTempC: 51, slowC: 87, shutC: 92, powerW: 251.5, limitW: 700, enforcedW: 650,
 			energyMJ: 123456789, replays: 3, util: [4]int64{87, 41, 5, 7}, violation: [2]int64{1500, 250},
-			ecc: [4]int64{10, 1, 100, 2}, retired: [3]int64{2, 1, 1}, remap: [4]int64{1, 4, 0, 1}, xids: []int64{79},
+			ecc: [4]int64{10, 1, 100, 2}, retired: [3]int64{2, 1, 1}, remap: [4]int64{1, 4, 0, 1}, recovery: 1, xids: []int64{79},
 		},
 		{
 			uuid: "GPU-11111111-1111-2222-3333-444444444444", name: "NVIDIA A100-SXM4-40GB", bus: "00000000:5E:00.0", minor: 3,
@@ -105,6 +106,7 @@ func dcgmState(gpus []gpuState, xidTime time.Time) fakedcgm.State {
 			310: g.ecc[0], 311: g.ecc[1], 312: g.ecc[2], 313: g.ecc[3],
 			390: g.retired[0], 391: g.retired[1], 392: g.retired[2],
 			393: g.remap[0], 394: g.remap[1], 395: g.remap[2], 396: g.remap[3],
+			1523: g.recovery,
 		}
 		if len(g.xids) == 0 {
 			// DCGM reports 0 before any XID; the fake leaves the field
@@ -168,6 +170,7 @@ func nvmlLibrary(gpus []gpuState) gonvml.Interface {
 				gonvml.FI_DEV_REMAPPED_COR:             uint64(g.remap[1]),
 				gonvml.FI_DEV_REMAPPED_FAILURE:         uint64(g.remap[2]),
 				gonvml.FI_DEV_REMAPPED_PENDING:         uint64(g.remap[3]),
+				gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION:  uint64(g.recovery),
 			},
 		}
 		for _, x := range g.xids {

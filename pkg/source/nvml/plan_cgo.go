@@ -171,6 +171,9 @@ func fieldValueTable() []fieldValue {
 		{394, nvml.FI_DEV_REMAPPED_COR, fvPlain},
 		{395, nvml.FI_DEV_REMAPPED_FAILURE, fvPlain},
 		{396, nvml.FI_DEV_REMAPPED_PENDING, fvPlain},
+		// DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION: the nvmlDeviceGpuRecoveryAction_t
+		// enum that nvml.h documents for NVML_FI_DEV_GET_GPU_RECOVERY_ACTION.
+		{1523, nvml.FI_DEV_GET_GPU_RECOVERY_ACTION, fvPlain},
 	}
 }
 

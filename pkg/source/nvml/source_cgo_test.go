@@ -54,6 +54,7 @@ func h100() *fakeGPU {
 			nvml.FI_DEV_REMAPPED_COR:             ull(4),
 			nvml.FI_DEV_REMAPPED_FAILURE:         ull(0),
 			nvml.FI_DEV_REMAPPED_PENDING:         ull(1),
+			nvml.FI_DEV_GET_GPU_RECOVERY_ACTION:  ui(2),
 		},
 	}
 }
@@ -202,6 +203,7 @@ func TestReadValuesAndUnits(t *testing.T) {
 		{"correctable remapped rows", "gpu:0", 394, source.IntValue(4)},
 		{"row remap failure", "gpu:0", 395, source.IntValue(0)},
 		{"row remap pending", "gpu:0", 396, source.IntValue(1)},
+		{"recovery action: node reboot", "gpu:0", 1523, source.IntValue(2)},
 		{"NVLink counter", "gpu:0", 449, source.Value{}},
 		{"profiling: graphics engine", "gpu:0", 1001, source.Value{}},
 		{"profiling: SM active", "gpu:0", 1002, source.Value{}},
