@@ -169,6 +169,9 @@ type State struct {
 	XIDs             []XID
 	Health           []HealthIncident
 	Faults           []Fault
+	// Unknown are field ids the hostengine does not know (an older DCGM
+	// than the client library): a field group holding one is refused.
+	Unknown []int
 }
 
 func quote(s string) string {
@@ -226,6 +229,13 @@ func (s *State) Render() string {
 	}
 	for _, h := range s.Health {
 		fmt.Fprintf(&b, "health %d %#x %d %d %s\n", h.GPU, h.System, h.Result, h.Code, h.Message)
+	}
+	if len(s.Unknown) > 0 {
+		ids := make([]string, len(s.Unknown))
+		for i, id := range s.Unknown {
+			ids[i] = strconv.Itoa(id)
+		}
+		fmt.Fprintf(&b, "unknown %s\n", strings.Join(ids, ","))
 	}
 	for _, f := range s.Faults {
 		if f.Hang > 0 {

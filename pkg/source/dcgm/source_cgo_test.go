@@ -610,3 +610,33 @@ func BenchmarkFill(b *testing.B) {
 		s.fill(spec, sample, vals)
 	}
 }
+
+// A hostengine older than the catalog refuses a field group holding a field
+// it does not know (the GPU recovery action came with DCGM 4.5): the other
+// fields are still watched and read, on the same connection, and the refused
+// field is logged once and stays Blank.
+func TestFieldUnknownToHostengine(t *testing.T) {
+	state := node()
+	state.Unknown = []int{1523}
+	state.Values = []fakedcgm.Value{fakedcgm.Int("gpu", 0, 150, 50), fakedcgm.Int("gpu", 0, 203, 87), fakedcgm.Int("gpu", 0, 1523, 2)}
+	h := start(t, state, testConfig())
+	h.watch("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION", "DCGM_FI_DEV_GPU_UTIL")
+	for range 3 {
+		s := h.read()
+		if got := value(t, s, "gpu:0", 150); got != source.IntValue(50) {
+			t.Fatalf("temperature = %+v, want 50", got)
+		}
+		if got := value(t, s, "gpu:0", 203); got != source.IntValue(87) {
+			t.Fatalf("utilization = %+v, want 87", got)
+		}
+		if got := value(t, s, "gpu:0", 1523); got.Kind != source.Blank {
+			t.Fatalf("refused field = %+v, want Blank", got)
+		}
+	}
+	if n := h.env.Calls(t).Sessions; n != 1 {
+		t.Errorf("%d connections: a refused field is no connection loss", n)
+	}
+	if n := h.log.count("field dropped: the DCGM hostengine refuses to watch it (a DCGM release older than the field?)"); n != 1 {
+		t.Errorf("%d 'field dropped' lines, want 1:\n%s", n, h.log)
+	}
+}

@@ -68,16 +68,16 @@ func (s *Source) applyWatches(ctx context.Context) error {
 		if err == nil {
 			continue
 		}
-		var ce *callError
-		if !spec.profiling || errors.As(err, &ce) {
+		if !s.refused(ctx, err) {
 			return err
 		}
-		if connectionLost(err) {
-			// go-dcgm drops the DCGM code of a failed watch: a simple call
-			// tells a refusal from a lost connection.
-			if _, perr := call(ctx, s.w, "GetSupportedDevices", godcgm.GetSupportedDevices); perr != nil {
+		if !spec.profiling {
+			// A hostengine older than the catalog refuses a group holding
+			// a field it does not know; watch the rest without it.
+			if err := s.watchEach(ctx, ws, spec.entities, spec.fieldIDs, freq, keepAge); err != nil {
 				return err
 			}
+			continue
 		}
 		// DCGM refused a profiling combination (not supported, or more
 		// than one pass): those fields stay Blank until the next re-watch.
@@ -154,6 +154,50 @@ func (s *Source) watchFields(ctx context.Context, ws *watchState, entities []ent
 		return err
 	}
 	ws.watches = append(ws.watches, watchPair{g, fg})
+	return nil
+}
+
+// refused reports whether err, from a failed watch, is DCGM refusing it
+// while the connection still works (rather than a lost connection or a
+// blocked call).
+func (s *Source) refused(ctx context.Context, err error) bool {
+	var ce *callError
+	if errors.As(err, &ce) {
+		return false
+	}
+	if connectionLost(err) {
+		// go-dcgm drops the DCGM code of a failed watch: a simple call
+		// tells a refusal from a lost connection.
+		if _, perr := call(ctx, s.w, "GetSupportedDevices", godcgm.GetSupportedDevices); perr != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// watchEach watches ids in halves after DCGM refused them together, down to
+// single ids, so that only the ids the hostengine refuses are dropped (each
+// logged once) and the rest are watched in O(log n) groups.
+func (s *Source) watchEach(ctx context.Context, ws *watchState, entities []entityRef, ids []uint16, freq int64, keepAge float64) error {
+	if len(ids) == 1 {
+		if s.first("refused-" + strconv.Itoa(int(ids[0]))) {
+			s.log.Warn("field dropped: the DCGM hostengine refuses to watch it (a DCGM release older than the field?)", "field", ids[0])
+		}
+		return nil
+	}
+	mid := len(ids) / 2
+	for _, half := range [][]uint16{ids[:mid], ids[mid:]} {
+		err := s.watchFields(ctx, ws, entities, half, freq, keepAge)
+		if err == nil {
+			continue
+		}
+		if !s.refused(ctx, err) {
+			return err
+		}
+		if err := s.watchEach(ctx, ws, entities, half, freq, keepAge); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -43,6 +43,11 @@
  *                                 <count> calls after the file changed, or all);
  *                                 the function "dcgmWatchFields.profiling"
  *                                 fails only watches of profiling fields
+ *   unknown <fieldId>[,<fieldId>...]
+ *                                 field ids this hostengine does not know (an
+ *                                 older DCGM than the client library):
+ *                                 dcgmFieldGroupCreate refuses a group that
+ *                                 holds one with DCGM_ST_BADPARAM
  *   hang <function|*> <ms> [n=<count>]
  *                                 make a function block for <ms> before doing
  *                                 its work; the block ends early when the
@@ -91,6 +96,7 @@
 #define MAX_XIDS 1024
 #define MAX_HEALTH 256
 #define MAX_FAULTS 64
+#define MAX_UNKNOWN_FIELDS 64
 #define MAX_PROF 64
 #define MAX_GROUPS 256
 #define MAX_GROUP_ENTITIES 2048
@@ -169,6 +175,8 @@ struct state {
     struct xid xids[MAX_XIDS];
     struct health health[MAX_HEALTH];
     struct fault faults[MAX_FAULTS];
+    int nunknown;
+    unsigned short unknown[MAX_UNKNOWN_FIELDS];
 };
 
 struct group {
@@ -471,6 +479,15 @@ static void parse_line(struct state *s, char *line)
             p++;
         copy_str(h->msg, p);
         s->nhealth++;
+    } else if (strcmp(cmd, "unknown") == 0) {
+        char *ids = next_token(&p);
+        for (char *q = ids; q && *q && s->nunknown < MAX_UNKNOWN_FIELDS;) {
+            s->unknown[s->nunknown++] = (unsigned short)strtol(q, &q, 10);
+            if (*q == ',')
+                q++;
+            else
+                break;
+        }
     } else if ((strcmp(cmd, "fail") == 0 || strcmp(cmd, "hang") == 0) && s->nfaults < MAX_FAULTS) {
         struct fault *f = &s->faults[s->nfaults];
         memset(f, 0, sizeof(*f));
@@ -1585,6 +1602,14 @@ API dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t dcgmHandle, int numFieldIds, 
     if (numFieldIds <= 0 || numFieldIds > DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP || !fieldIds || !fieldGroupName ||
         !dcgmFieldGroupId)
         RETURN(DCGM_ST_BADPARAM);
+    /* A hostengine checks every id against its own field table and refuses
+     * the group when one is unknown (DCGM 4.6.0, DcgmFieldGroupManager::
+     * AddFieldGroup: DCGM_ST_BADPARAM), so a field newer than the hostengine
+     * takes the whole group down with it. */
+    for (int i = 0; i < numFieldIds; i++)
+        for (int k = 0; k < st.nunknown; k++)
+            if (fieldIds[i] == st.unknown[k])
+                RETURN(DCGM_ST_BADPARAM);
     for (uintptr_t i = 1; i < MAX_FIELD_GROUPS; i++) {
         if (field_groups[i].used)
             continue;
