@@ -404,7 +404,9 @@ func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition
 	}
 	// Devices of GPUs left out by --collect.gpus are not unmatched: the
 	// source sees them.
-	c.m.unmatched.Set(float64(len(table.Unmatched(c.filter.unfiltered(inv)))))
+	table.UnmatchedCounts(c.filter.unfiltered(inv)).ByReason(func(reason string, n int) {
+		c.m.unmatched.WithLabelValues(reason).Set(float64(n))
+	})
 	c.joinInv, c.joinKey, c.targets = inv, key, targets
 	return targets
 }

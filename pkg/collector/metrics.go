@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -21,7 +22,7 @@ type metrics struct {
 	series      prometheus.Gauge
 	dropped     prometheus.Counter
 	lastSuccess prometheus.Gauge
-	unmatched   prometheus.Gauge
+	unmatched   *prometheus.GaugeVec
 	gpus        [numKinds]prometheus.Gauge // by source.EntityKind
 	gpusVec     *prometheus.GaugeVec
 }
@@ -51,13 +52,15 @@ func newMetrics(sourceName string) *metrics {
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_last_collection_timestamp_seconds", Help: "Unix time of the last successful collection.",
 		}),
-		unmatched: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "gpu_exporter_podresources_unmatched_devices", Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees.",
-		}),
+		unmatched: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpu_exporter_podresources_unmatched_devices",
+			Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees, by reason (malformed, unsupported_form, unknown_gpu).",
+		}, []string{"reason"}),
 	}
 	for _, stage := range []string{"watch", "read", "timeout", "health"} {
 		m.errors.WithLabelValues(stage)
 	}
+	podresources.UnmatchedCounts{}.ByReason(func(reason string, _ int) { m.unmatched.WithLabelValues(reason) })
 	m.gpusVec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpu_exporter_gpus", Help: "Entities in the inventory of the last successful collection, after --collect.gpus, by kind (gpu, gpu_instance, nvswitch, nvlink).",
 	}, []string{"kind"})

@@ -178,6 +178,19 @@ func gauge(fams map[string]*dto.MetricFamily, name string) float64 {
 	return m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 }
 
+// sum adds the values of every series of a family; -1 when it is absent.
+func sum(fams map[string]*dto.MetricFamily, name string) float64 {
+	fam := fams[name]
+	if fam == nil || len(fam.Metric) == 0 {
+		return -1
+	}
+	var v float64
+	for _, m := range fam.Metric {
+		v += m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+	}
+	return v
+}
+
 func series(fams map[string]*dto.MetricFamily, name string) []map[string]string {
 	var out []map[string]string
 	for _, m := range fams[name].GetMetric() {
@@ -347,14 +360,26 @@ func TestFaultMatrix(t *testing.T) {
 					t.Fatal(err)
 				}
 				fams := r.scrape()
-				if gauge(fams, "gpu_exporter_podresources_unmatched_devices") == 3 {
+				if sum(fams, "gpu_exporter_podresources_unmatched_devices") == 3 {
 					if len(series(fams, "gpu_temperature_celsius")) != 4 {
 						t.Error("GPU series lost over malformed ids")
+					}
+					byReason := map[string]float64{}
+					for _, m := range fams["gpu_exporter_podresources_unmatched_devices"].GetMetric() {
+						for _, l := range m.GetLabel() {
+							if l.GetName() == "reason" {
+								byReason[l.GetValue()] = m.GetGauge().GetValue()
+							}
+						}
+					}
+					t.Logf("unmatched by reason: %v", byReason)
+					if byReason["malformed"] != 3 || len(byReason) != 3 {
+						t.Errorf("unmatched devices by reason = %v, want the three ids malformed and every reason present", byReason)
 					}
 					return
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("unmatched devices = %v, want 3", gauge(fams, "gpu_exporter_podresources_unmatched_devices"))
+					t.Fatalf("unmatched devices = %v, want 3", sum(fams, "gpu_exporter_podresources_unmatched_devices"))
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
