@@ -99,3 +99,15 @@ clean: ## Remove build outputs.
 rules: ## Render rules/alerts.yaml from rules/alerts.src.yaml with the chart's default prometheusRule values, then copy the rules into the chart.
 	$(GO) run ./rules/generate -dir rules -values deployment/helm/gpu-exporter/values.yaml
 	@$(MAKE) -s chart-sync
+
+.PHONY: generate check-generated
+generate: ## Regenerate every generated file: docs/metrics.md, etc/default-counters.csv, docs/scaling.md, rules/alerts.yaml, dashboards and the chart's copies.
+	$(GO) test ./cmd/gpu-exporter -run '^TestMetricsDoc$$' -count=1 -update
+	$(GO) test ./pkg/config -run '^TestShippedDefaultCountersMatchCatalog$$' -count=1 -update
+	$(GO) test ./tests/scaling -run '^TestScalingDoc$$' -count=1 -update
+	@$(MAKE) -s rules
+	@$(MAKE) -s dashboards
+
+check-generated: generate ## Fail when a generated file differs from what its generator writes (CI runs it).
+	@git diff --exit-code --stat -- . || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- docs etc rules dashboards deployment)" || { echo "make generate wrote untracked files:"; git status --porcelain -- docs etc rules dashboards deployment; exit 1; }
