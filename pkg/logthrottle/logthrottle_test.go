@@ -3,7 +3,6 @@ package logthrottle
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"runtime"
@@ -277,7 +276,7 @@ func TestLoggerKeepsArgs(t *testing.T) {
 }
 
 func BenchmarkLoggerSuppressed(b *testing.B) {
-	l := New(slog.New(slog.NewTextHandler(io.Discard, nil)), Config{})
+	l := New(slog.New(slog.DiscardHandler), Config{})
 	l.Warn("a", "m")
 	b.ReportAllocs()
 	for b.Loop() {
