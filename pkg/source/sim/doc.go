@@ -2,9 +2,10 @@
 // source.Source. A scenario file (YAML; the built-in ones live in etc/sim)
 // describes the GPUs of one node, their MIG layout, the value of every field
 // as a pure function of the time elapsed since the simulation started, the
-// pods that hold the GPUs, and faults (XID errors, outages, lost GPUs). The
-// same scenario read at the same elapsed time always gives the same values,
-// so tests drive a Source with WithClock and never sleep.
+// pods that hold the GPUs, and faults (XID errors, outages, lost GPUs,
+// failing health watches). The same scenario read at the same elapsed time
+// always gives the same values, so tests drive a Source with WithClock and
+// never sleep.
 //
 // # Scenario format
 //
@@ -42,7 +43,8 @@
 //	faults:                       # optional
 //	  - {at: 1m, gpu: 7, xid: 79}                # DCGM_FI_DEV_XID_ERRORS reads 79 from then on; one XID event
 //	  - {at: 5m, duration: 30s, outage: true}    # Inventory and Read fail with source.ErrUnavailable
-//	  - {at: 8m, gpu: 5, lost: true}             # the GPU leaves the inventory (for duration, if given)
+//	  - {at: 8m, gpu: 5, lost: true}             # the GPU leaves the inventory (for duration, if given); LostGPUs lists it
+//	  - {at: 9m, gpu: 3, health: pcie, status: warn}  # HealthIncidents reports the subsystem (warn or fail; for duration, if given)
 //
 // FIELD is any name fields.Catalog.Lookup accepts: a DCGM_FI_* name, an
 // alias or the exported name. Values are in DCGM's native units (percent,

@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"regexp"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // window is a span of elapsed time, [from, until), or [from, ∞) when open.
@@ -29,6 +32,24 @@ type lostFault struct {
 	window
 }
 
+// healthFault makes a GPU's health watch for one subsystem report a
+// warning or a failure for a window.
+type healthFault struct {
+	gpu       int
+	subsystem string
+	status    source.HealthStatus
+	window
+}
+
+// subsystemName is what a health fault may name: DCGM's subsystems are
+// lower-case words ("pcie", "memory", "nvswitch_fatal"; dcgm_structs.h
+// DCGM_HEALTH_WATCH_*, named in pkg/source/dcgm), and the name becomes a
+// label value.
+var subsystemName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// healthStatuses are the results a health fault may set.
+var healthStatuses = map[string]source.HealthStatus{"warn": source.HealthWarn, "fail": source.HealthFail}
+
 func (b *builder) faults(n *yaml.Node, p string) error {
 	items, err := b.d.list(n, p)
 	if err != nil {
@@ -44,7 +65,7 @@ func (b *builder) faults(n *yaml.Node, p string) error {
 
 func (b *builder) fault(n *yaml.Node, p string) error {
 	d := b.d
-	o, err := d.object(n, p, "at", "duration", "gpu", "xid", "outage", "lost")
+	o, err := d.object(n, p, "at", "duration", "gpu", "xid", "outage", "lost", "health", "status")
 	if err != nil {
 		return err
 	}
@@ -60,13 +81,16 @@ func (b *builder) fault(n *yaml.Node, p string) error {
 		return err
 	}
 	kinds := 0
-	for _, k := range []bool{o.has("xid"), outage, lost} {
+	for _, k := range []bool{o.has("xid"), outage, lost, o.has("health")} {
 		if k {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return d.errf(o.node, p, "a fault is exactly one of xid: N, outage: true or lost: true")
+		return d.errf(o.node, p, "a fault is exactly one of xid: N, outage: true, lost: true or health: SUBSYSTEM")
+	}
+	if v, vp := o.at("status"); v != nil && !o.has("health") {
+		return d.errf(v, vp, "status belongs to a health fault")
 	}
 	w := window{open: true}
 	if w.from, err = o.duration("at", false); err != nil {
@@ -106,12 +130,49 @@ func (b *builder) fault(n *yaml.Node, p string) error {
 		b.lost = append(b.lost, lostFault{gpu: gpu, window: w})
 		return nil
 	}
+	if o.has("health") {
+		h, err := b.health(o)
+		if err != nil {
+			return err
+		}
+		h.gpu, h.window = gpu, w
+		b.scn.health = append(b.scn.health, h)
+		return nil
+	}
 	xid, err := o.integer("xid", 1, maxXID)
 	if err != nil {
 		return err
 	}
 	b.scn.xids = append(b.scn.xids, xidFault{at: w.from, gpu: gpu, xid: xid})
 	return nil
+}
+
+// health reads a health fault's subsystem and status.
+func (b *builder) health(o *object) (healthFault, error) {
+	d := b.d
+	if err := o.require("status"); err != nil {
+		return healthFault{}, err
+	}
+	var h healthFault
+	sub, err := o.str("health")
+	if err != nil {
+		return h, err
+	}
+	if !subsystemName.MatchString(sub) {
+		v, vp := o.at("health")
+		return h, d.errf(v, vp, "subsystem %q is not a lower-case name such as pcie, memory or nvlink", sub)
+	}
+	st, err := o.str("status")
+	if err != nil {
+		return h, err
+	}
+	status, ok := healthStatuses[st]
+	if !ok {
+		v, vp := o.at("status")
+		return h, d.errf(v, vp, "status %q is neither warn nor fail", st)
+	}
+	h.subsystem, h.status = sub, status
+	return h, nil
 }
 
 // gpuRef reads the GPU index under key and checks that the GPU exists.

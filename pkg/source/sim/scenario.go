@@ -51,7 +51,9 @@ type Scenario struct {
 	pods     []podTemplate
 	outages  []window
 	xids     []xidFault // by time
-	timeline []segment  // by from; the inventory as GPUs are lost
+	lost     []lostFault
+	health   []healthFault // as written
+	timeline []segment     // by from; the inventory as GPUs are lost
 }
 
 // Name returns the scenario's name, which seeds its derived ids.
@@ -450,6 +452,7 @@ func (b *builder) finish() {
 			}
 		}
 	}
+	s.lost = b.lost
 	s.timeline = buildTimeline(b.driver, s.entities, len(b.gpuList), b.lost)
 }
 
@@ -523,6 +526,29 @@ func newSegment(driver string, entities []source.Entity, gpus int, gone []byte) 
 func (s *Scenario) segmentAt(t time.Duration) *segment {
 	i := sort.Search(len(s.timeline), func(i int) bool { return s.timeline[i].from > t }) - 1
 	return &s.timeline[max(i, 0)]
+}
+
+// lostSince reports whether GPU g is lost at elapsed time t, and since
+// when it has been gone without a break.
+func (s *Scenario) lostSince(g int, t time.Duration) (time.Duration, bool) {
+	lost := false
+	for _, l := range s.lost {
+		lost = lost || l.gpu == g && l.contains(t)
+	}
+	if !lost {
+		return 0, false
+	}
+	since := t
+	for moved := true; moved; {
+		moved = false
+		for _, l := range s.lost {
+			// l covers the instants just before since: the GPU left earlier.
+			if l.gpu == g && l.from < since && (l.open || l.until >= since) {
+				since, moved = l.from, true
+			}
+		}
+	}
+	return since, true
 }
 
 // outageAt returns the outage window containing t, if any.

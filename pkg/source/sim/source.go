@@ -29,7 +29,11 @@ type Source struct {
 	closed   bool
 }
 
-var _ source.Source = (*Source)(nil)
+var (
+	_ source.Source         = (*Source)(nil)
+	_ source.LostReporter   = (*Source)(nil)
+	_ source.HealthReporter = (*Source)(nil)
+)
 
 // Option configures a Source.
 type Option func(*Source)
@@ -165,6 +169,40 @@ func (s *Source) xidEvents(seg *segment, t time.Duration) []source.XIDEvent {
 		out = append(out, source.XIDEvent{Entity: row, XID: xids[i].xid, Time: s.start.Add(xids[i].at)})
 	}
 	return out
+}
+
+// LostGPUs returns the GPUs a lost fault keeps out of the inventory now,
+// by index, each since it left: the start of its absence, which
+// overlapping or adjacent faults prolong (source.LostReporter). Like
+// DCGM's and NVML's, the list holds a GPU until it comes back.
+func (s *Source) LostGPUs() []source.LostGPU {
+	t := s.Elapsed()
+	var out []source.LostGPU
+	for g := range s.scn.timeline[0].gpuRow {
+		if since, ok := s.scn.lostSince(g, t); ok {
+			out = append(out, source.LostGPU{GPU: g, UUID: s.scn.entities[g].UUID, Since: s.start.Add(since)})
+		}
+	}
+	return out
+}
+
+// HealthIncidents returns the incidents of the health faults in force now,
+// for GPUs in the inventory, in the scenario's order
+// (source.HealthReporter). During a simulated outage it fails as Read does.
+func (s *Source) HealthIncidents(ctx context.Context) ([]source.HealthIncident, error) {
+	t, err := s.check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seg := s.scn.segmentAt(t)
+	var out []source.HealthIncident
+	for _, h := range s.scn.health {
+		if !h.contains(t) || seg.gpuRow[h.gpu] < 0 {
+			continue
+		}
+		out = append(out, source.HealthIncident{GPU: h.gpu, UUID: s.scn.entities[h.gpu].UUID, Subsystem: h.subsystem, Status: h.status})
+	}
+	return out, nil
 }
 
 // Close ends the simulation; later calls fail.

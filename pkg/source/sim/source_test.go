@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -700,5 +701,94 @@ func BenchmarkRead(b *testing.B) {
 		if _, err := src.Read(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestLostGPUsListed(t *testing.T) {
+	t.Parallel()
+	scn := parse(t, `
+gpus: [{model: a, memory_mib: 100, count: 3}]
+faults:
+  - {at: 1m, gpu: 2, lost: true}
+  - {at: 2m, gpu: 0, lost: true, duration: 1m}
+  - {at: 150s, gpu: 0, lost: true, duration: 1m}
+  - {at: 5m, gpu: 1, lost: true, duration: 1m}
+  - {at: 4m, gpu: 1, lost: true, duration: 1m}
+`)
+	s := newSim(t, scn, fields.MustNew().Defaults())
+	lost := func(at time.Duration) string {
+		s.now = s.start.Add(at)
+		var out []string
+		for _, g := range s.src.LostGPUs() {
+			if g.UUID != scn.entities[g.GPU].UUID {
+				t.Errorf("at %s: GPU %d has UUID %s, want %s", at, g.GPU, g.UUID, scn.entities[g.GPU].UUID)
+			}
+			out = append(out, fmt.Sprintf("%d@%s", g.GPU, g.Since.Sub(s.start)))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, ""},
+		{59 * time.Second, ""},
+		{time.Minute, "2@1m0s"},
+		{2 * time.Minute, "0@2m0s 2@1m0s"},
+		{170 * time.Second, "0@2m0s 2@1m0s"}, // overlapping faults: left at the first
+		{3 * time.Minute, "0@2m0s 2@1m0s"},   // the first ended, the second goes on
+		{210 * time.Second, "2@1m0s"},        // GPU 0 came back
+		{4 * time.Minute, "1@4m0s 2@1m0s"},   // adjacent faults: one absence
+		{5*time.Minute + 30*time.Second, "1@4m0s 2@1m0s"},
+		{6 * time.Minute, "2@1m0s"},
+		{time.Hour, "2@1m0s"},
+	} {
+		if got := lost(c.at); got != c.want {
+			t.Errorf("lost GPUs at %s: %q, want %q", c.at, got, c.want)
+		}
+	}
+}
+
+func TestHealthIncidents(t *testing.T) {
+	t.Parallel()
+	scn := parse(t, `
+gpus: [{model: a, memory_mib: 100, count: 2}]
+faults:
+  - {at: 10s, gpu: 1, health: pcie, status: warn, duration: 1m}
+  - {at: 30s, gpu: 1, health: memory, status: fail}
+  - {at: 20s, gpu: 0, health: thermal, status: fail}
+  - {at: 40s, gpu: 0, lost: true, duration: 10s}
+  - {at: 2m, duration: 10s, outage: true}
+`)
+	s := newSim(t, scn, fields.MustNew().Defaults())
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, ""},
+		{10 * time.Second, "1/pcie/1"},
+		{30 * time.Second, "1/pcie/1 1/memory/2 0/thermal/2"},
+		{45 * time.Second, "1/pcie/1 1/memory/2"}, // GPU 0 is lost: no incident
+		{70 * time.Second, "1/memory/2 0/thermal/2"},
+	} {
+		s.now = s.start.Add(c.at)
+		inc, err := s.src.HealthIncidents(context.Background())
+		if err != nil {
+			t.Fatalf("at %s: %v", c.at, err)
+		}
+		var got []string
+		for _, in := range inc {
+			if in.UUID != scn.entities[in.GPU].UUID {
+				t.Errorf("at %s: GPU %d has UUID %s", c.at, in.GPU, in.UUID)
+			}
+			got = append(got, fmt.Sprintf("%d/%s/%d", in.GPU, in.Subsystem, in.Status))
+		}
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("incidents at %s: %q, want %q", c.at, g, c.want)
+		}
+	}
+	s.now = s.start.Add(2 * time.Minute)
+	if _, err := s.src.HealthIncidents(context.Background()); !errors.Is(err, source.ErrUnavailable) {
+		t.Errorf("during an outage: %v, want source.ErrUnavailable", err)
 	}
 }
