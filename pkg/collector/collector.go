@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +51,9 @@ type Config struct {
 	GPUs []int
 	// MaxSeries caps the GPU series on a page; 0 means no limit.
 	MaxSeries int
-	// Naming selects names, units and labels; DCGM tunes dcgm naming.
+	// Naming selects names, units, labels, extra watched fields and derived
+	// families; DCGM tunes dcgm naming. The collector hands it the sample,
+	// the join and the raw events through the renderer.
 	Naming exposition.Naming
 	DCGM   exposition.DCGMOptions
 	// PodInfo adds pod UIDs and allowlisted pod labels to held series; nil
@@ -79,23 +79,12 @@ type attributionKey struct {
 	version uint64
 }
 
-// Counters is what to collect: the fields and, in dcgm naming, the label
-// fields and window counters.
-type Counters struct {
-	Fields []fields.Field
-	Labels []fields.Field
-	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
-	// counters; nil leaves them out.
-	XIDErrorsCount, ClockEventsCount *WindowCounter
-}
+// Counters is what to collect; the naming decides what else it watches
+// and which families it derives.
+type Counters = exposition.Counters
 
-// WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters: per
-// GPU, how many events of each kind happened during the last Window.
-type WindowCounter struct {
-	Name, Help string
-	Type       fields.Type
-	Window     time.Duration
-}
+// WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters.
+type WindowCounter = exposition.WindowCounter
 
 func (c *Config) validate() error {
 	if c.Interval <= 0 {
@@ -152,27 +141,12 @@ type Collector struct {
 	joinKey attributionKey
 	targets []exposition.Target
 
-	xids map[xidKey]xidState
-
 	healthFailed bool // the last health check failed (logged once)
-	windows      windows
 }
 
 type readResult struct {
 	s   *source.Sample
 	err error
-}
-
-// xidState counts one XID code on one GPU and remembers when it was last
-// seen.
-type xidState struct {
-	count uint64
-	last  time.Time
-}
-
-type xidKey struct {
-	uuid string
-	xid  int64
 }
 
 // New returns a collector. Register its metrics on reg.
@@ -185,8 +159,6 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM}),
 		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
-		xids:     map[xidKey]xidState{},
-		windows:  newWindows(),
 		up:       true, // so that a first failure is logged as a change
 	}
 	c.m = newMetrics(src.Name())
@@ -292,7 +264,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 
 func (c *Collector) collect(ctx context.Context) error {
 	if c.watched == nil {
-		set, extra := c.watchSet()
+		set, extra := c.renderer.WatchSet(c.counters)
 		if err := c.src.Watch(ctx, set); err != nil {
 			c.m.errors.WithLabelValues("watch").Inc()
 			return fmt.Errorf("watch fields: %w", err)
@@ -321,13 +293,10 @@ func (c *Collector) collect(ctx context.Context) error {
 	}
 	targets := c.join(s.Inventory, key)
 	in := exposition.Input{Sample: s, Targets: targets, Attribution: key, Extra: c.extra}
-	if c.cfg.Naming == exposition.NamingDCGM {
-		in.Windows = c.windows.update(s, c.counters)
-	} else {
-		c.countXIDs(s)
-		in.XIDs = c.xidCounts(s.Inventory)
+	if c.renderer.WantsHealth() {
 		in.Lost, in.Health = c.health(ctx)
 	}
+	c.renderer.Derive(&in, c.counters)
 	p := c.renderer.Render(in)
 	c.page.Store(p)
 	c.m.series.Set(float64(p.Series))
@@ -425,76 +394,6 @@ func (c *Collector) holder(h podresources.Holder) *exposition.Holder {
 	for _, l := range info.Labels {
 		out.Labels = append(out.Labels, exposition.Label{Name: l.Name, Value: l.Value})
 	}
-	return out
-}
-
-// watchSet is the field set to watch: the fields and, in dcgm naming, the
-// label fields and the fields window counters need that are not collected
-// anyway. extra is how many of those trailing fields feed only the window
-// counters.
-func (c *Collector) watchSet() (set []fields.Field, extra int) {
-	k := c.counters
-	set = append([]fields.Field(nil), k.Fields...)
-	if c.cfg.Naming != exposition.NamingDCGM {
-		return set, 0
-	}
-	for _, l := range k.Labels {
-		l.Kind = fields.Label
-		set = append(set, l)
-	}
-	if k.ClockEventsCount != nil && !slices.ContainsFunc(k.Fields, isClockEvents) {
-		if f, ok := fields.MustNew().ByID(fields.ClockEventReasonsID); ok {
-			set = append(set, f)
-			extra++
-		}
-	}
-	return set, extra
-}
-
-func isClockEvents(f fields.Field) bool { return f.ID == fields.ClockEventReasonsID }
-
-func (c *Collector) countXIDs(s *source.Sample) {
-	for _, ev := range s.XIDs {
-		if ev.Entity < 0 || ev.Entity >= len(s.Inventory.Entities) {
-			continue
-		}
-		k := xidKey{s.Inventory.Entities[ev.Entity].UUID, ev.XID}
-		st := c.xids[k]
-		st.count++
-		seen := ev.Time
-		if seen.IsZero() {
-			seen = s.Time
-		}
-		if seen.After(st.last) {
-			st.last = seen
-		}
-		c.xids[k] = st
-	}
-}
-
-// xidCounts maps the XID counters onto the current inventory's GPUs.
-func (c *Collector) xidCounts(inv *source.Inventory) []exposition.XIDCount {
-	if len(c.xids) == 0 {
-		return nil
-	}
-	var out []exposition.XIDCount
-	for i := range inv.Entities {
-		e := &inv.Entities[i]
-		if e.Kind != source.GPU {
-			continue
-		}
-		for k, st := range c.xids {
-			if k.uuid == e.UUID {
-				out = append(out, exposition.XIDCount{Entity: i, XID: k.xid, Count: st.count, LastSeen: st.last})
-			}
-		}
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if out[a].Entity != out[b].Entity {
-			return out[a].Entity < out[b].Entity
-		}
-		return out[a].XID < out[b].XID
-	})
 	return out
 }
 

@@ -1,10 +1,26 @@
 package exposition
 
+// The naming seam. A Naming selects one implementation of scheme, and the
+// scheme owns everything that differs between the namings: the names, units
+// and labels of the series, the fields watched besides the counters (label
+// fields, the inputs of derived families), and the families derived from
+// raw events (Prometheus naming's XID counters, dcgm-exporter's window
+// counters). The renderer and the collector call the scheme and never
+// branch on the Naming; newScheme below and the wiring in cmd/gpu-exporter
+// are the only places that do. Adding a naming is one more scheme.
+//
+// The seam lives inside pkg/exposition rather than in a package of its own
+// because a scheme decides bytes: it builds the cached label sets and the
+// per-column plan the per-series loop runs on, with the page's append
+// helpers. A separate package would have to either export those helpers or
+// hand label strings back and forth, and pay for it on the hot path.
+
 import (
 	"fmt"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // Naming selects how GPU series are named, in which units and with which
@@ -73,6 +89,58 @@ type DCGMOptions struct {
 	// dcgm-exporter's --kubernetes-virtual-gpus does (its vgpuAttribute,
 	// internal/pkg/transformation).
 	VirtualGPUs bool
+}
+
+// Counters is what to collect: the fields and, in dcgm naming, the label
+// fields and window counters.
+type Counters struct {
+	Fields []fields.Field
+	// Labels are fields whose values label every series of their entity
+	// (counters file "label" rows). Dcgm naming only.
+	Labels []fields.Field
+	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
+	// counters; nil leaves them out. Dcgm naming only.
+	XIDErrorsCount, ClockEventsCount *WindowCounter
+}
+
+// WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters: per
+// GPU, how many events of each kind happened during the last Window.
+type WindowCounter struct {
+	Name, Help string
+	Type       fields.Type
+	Window     time.Duration
+}
+
+// scheme is the implementation of one Naming. A Renderer owns one; it keeps
+// the state of the derived families between collections.
+type scheme interface {
+	// watchSet returns the fields to watch for k: the counters' fields,
+	// then the naming's own. The last extra fields of set only feed derived
+	// families; they are never exported as series.
+	watchSet(k Counters) (set []fields.Field, extra int)
+	// wantsHealth reports whether the naming exports lost GPUs and health
+	// incidents, so that the collector asks the source for them.
+	wantsHealth() bool
+	// derive records the raw events of one collection (the sample's XID
+	// events) and sets the families derived from them on in.
+	derive(in *Input, k Counters)
+	// labelFields reports whether sample columns of Kind fields.Label
+	// become labels of their entity's series.
+	labelFields() bool
+	// label builds the label set of one target.
+	label(s *source.Sample, t Target, labelCols []int) targetLabels
+	// column plans how sample column col, field f, becomes series.
+	column(f *fields.Field, col int) column
+	// render writes the page's families in the naming's order.
+	render(p *page, in Input)
+}
+
+// newScheme returns the scheme of opts.Naming.
+func newScheme(opts Options) scheme {
+	if opts.Naming == NamingDCGM {
+		return newDCGMScheme(opts.DCGM)
+	}
+	return newPrometheusScheme()
 }
 
 // Window counter event labels.

@@ -151,7 +151,7 @@ type Options struct {
 	MaxSeries int
 	// Naming selects names, units and labels.
 	Naming Naming
-	// DCGM tunes NamingDCGM.
+	// DCGM tunes dcgm naming.
 	DCGM DCGMOptions
 }
 
@@ -159,8 +159,9 @@ type Options struct {
 // not safe for concurrent use: one collector goroutine owns it.
 type Renderer struct {
 	opts Options
-	// label builds the label set of one target; chosen by the naming.
-	label labeler
+	// scheme is the naming's implementation: labels, column plans, derived
+	// families and the order of the page.
+	scheme scheme
 
 	inv        *source.Inventory
 	attr       any
@@ -175,7 +176,6 @@ type Renderer struct {
 	planExtra  int
 
 	headers map[headerKey]header
-	xidAttr map[int64][]byte // dcgm naming: ,err_code="N",err_msg="…" per code
 	// scratch buffers of the page being rendered, kept between renders
 	extra, value []byte
 	zips         sync.Pool // of *gzip.Writer for the pages' lazy gzip members
@@ -207,20 +207,28 @@ type header struct{ text, om []byte }
 
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
-	r := &Renderer{opts: opts, headers: map[headerKey]header{}}
+	r := &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}}
 	r.zips.New = func() any { return gzip.NewWriter(nil) }
-	switch opts.Naming {
-	case NamingDCGM:
-		if r.opts.DCGM.HostnameLabel == "" {
-			r.opts.DCGM.HostnameLabel = HostnameLabel
-		}
-		r.label = dcgmLabeler(r.opts.DCGM)
-		r.xidAttr = map[int64][]byte{}
-	default:
-		r.label = prometheusLabels
-	}
 	return r
 }
+
+// WatchSet returns the fields to watch for k under the renderer's naming:
+// the counters' fields, then those the naming adds (label fields, inputs
+// of derived families). The last extra fields only feed derived families;
+// pass extra as Input.Extra.
+func (r *Renderer) WatchSet(k Counters) (set []fields.Field, extra int) {
+	return r.scheme.watchSet(k)
+}
+
+// WantsHealth reports whether the naming exports lost GPUs and health
+// incidents (Input.Lost, Input.Health).
+func (r *Renderer) WantsHealth() bool { return r.scheme.wantsHealth() }
+
+// Derive records the raw events of one collection (the sample's XID
+// events) and sets the families the naming derives from them on in: XID
+// counters since start (Input.XIDs) or window counters (Input.Windows),
+// configured by k. Call it once per collection, before Render.
+func (r *Renderer) Derive(in *Input, k Counters) { r.scheme.derive(in, k) }
 
 // Render builds a page from one collection.
 func (r *Renderer) Render(in Input) *Page {
@@ -246,22 +254,7 @@ func (r *Renderer) renderPlain(in Input) *page {
 		value: r.value[:0],
 	}
 	r.refreshPlan(in)
-	if r.opts.Naming == NamingDCGM {
-		for i := range r.plan {
-			p.renderField(in, &r.plan[i])
-		}
-		for i := range in.Windows {
-			p.renderWindow(in, &in.Windows[i])
-		}
-	} else {
-		p.renderInfo(in)
-		for i := range r.plan {
-			p.renderField(in, &r.plan[i])
-		}
-		p.renderAllocations(in)
-		p.renderXIDs(in)
-		p.renderHealth(in)
-	}
+	r.scheme.render(p, in)
 	r.lastText, r.lastOM = len(p.text), len(p.om)
 	r.extra, r.value = p.extra, p.value
 	return p
@@ -284,15 +277,16 @@ func (r *Renderer) refreshLabels(in Input) {
 		for _, col := range r.labelCols {
 			r.labelVals = append(r.labelVals, in.Sample.At(t.Entity, col))
 		}
-		r.labels[i] = r.label(in.Sample, t, r.labelCols)
+		r.labels[i] = r.scheme.label(in.Sample, t, r.labelCols)
 	}
 }
 
 // findLabelColumns lists the sample columns of Kind fields.Label, sorted by
-// label name as dcgm-exporter sorts them. Prometheus naming has none.
+// label name as dcgm-exporter sorts them; none when the naming ignores
+// label fields.
 func (r *Renderer) findLabelColumns(s *source.Sample) {
 	r.labelCols, r.labelNames = r.labelCols[:0], r.labelNames[:0]
-	if r.opts.Naming != NamingDCGM {
+	if !r.scheme.labelFields() {
 		return
 	}
 	for col := range s.Fields {
@@ -311,7 +305,7 @@ func (r *Renderer) findLabelColumns(s *source.Sample) {
 // labelValuesChanged reports whether a label column holds another value
 // than the cached label sets were built from, or sits elsewhere.
 func (r *Renderer) labelValuesChanged(in Input) bool {
-	if r.opts.Naming != NamingDCGM {
+	if !r.scheme.labelFields() {
 		return false
 	}
 	s := in.Sample

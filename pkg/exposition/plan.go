@@ -1,8 +1,6 @@
 package exposition
 
 import (
-	"strconv"
-
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 )
 
@@ -29,6 +27,8 @@ type column struct {
 	mode colMode
 	// reasons are the ,reason="…" label pairs of a modeReasons column.
 	reasons [][]byte
+	// attribute returns the label pairs a modeRawXID value adds.
+	attribute func(code int64) []byte
 	// instancesOnly leaves out the GPU row of a GPU that has MIG instances
 	// (dcgm naming, fields DCGM reads per instance): dcgm-exporter monitors
 	// only the GPU instances of a MIG GPU (its default --devices "f":
@@ -55,26 +55,7 @@ func (r *Renderer) refreshPlan(in Input) {
 		if f.Kind == fields.Label {
 			continue
 		}
-		c := column{col: col}
-		switch {
-		case r.opts.Naming == NamingDCGM:
-			c.fam = family{name: f.DCGMName, help: f.DCGMHelp, typ: f.DCGMType}
-			c.mode = modeRaw
-			c.instancesOnly = f.Levels.Has(fields.LevelGPUInstance)
-			if f.ID == fields.XIDErrorsID {
-				c.mode = modeRawXID
-			}
-		case f.Kind == fields.Bitmask:
-			c.fam = family{name: f.Name, help: f.Help, typ: f.Type}
-			c.mode = modeReasons
-			for _, reason := range f.Reasons {
-				c.reasons = append(c.reasons, appendLabel(nil, false, "reason", reason.Name))
-			}
-		default:
-			c.fam = family{name: f.Name, help: f.Help, typ: f.Type}
-			c.mode = modeScaled
-		}
-		r.plan = append(r.plan, c)
+		r.plan = append(r.plan, r.scheme.column(f, col))
 	}
 }
 
@@ -91,22 +72,4 @@ func sameFields(a, b []fields.Field) bool {
 		}
 	}
 	return true
-}
-
-// maxXIDAttrs bounds the cache of XID labels; codes past it are built on
-// each use.
-const maxXIDAttrs = 1024
-
-// xidAttribute returns the ,err_code="N",err_msg="…" label pairs dcgm
-// naming puts on a DCGM_FI_DEV_XID_ERRORS value, built once per code.
-func (r *Renderer) xidAttribute(code int64) []byte {
-	if b, ok := r.xidAttr[code]; ok {
-		return b
-	}
-	b := appendLabel(nil, false, "err_code", strconv.FormatInt(code, 10))
-	b = appendLabel(b, false, "err_msg", fields.XIDMessage(code))
-	if len(r.xidAttr) < maxXIDAttrs {
-		r.xidAttr[code] = b
-	}
-	return b
 }

@@ -1,7 +1,6 @@
 package exposition
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 
@@ -129,42 +128,6 @@ func (p *page) series(f *family, labels []byte, cut int, extra, value []byte) {
 	p.nseries++
 }
 
-// renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for
-// every MIG instance of the inventory, once each whatever the holders.
-func (p *page) renderInfo(in Input) {
-	inv := in.Sample.Inventory
-	gpu := family{name: infoName, help: infoHelp, typ: fields.Gauge}
-	mig := family{name: migInfoName, help: migInfoHelp, typ: fields.Gauge}
-	var b []byte
-	for i := range inv.Entities {
-		e := &inv.Entities[i]
-		if e.Kind != source.GPU {
-			continue
-		}
-		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
-		b = appendLabel(b, false, "uuid", e.UUID)
-		b = appendLabel(b, false, "device", e.Device)
-		b = appendLabel(b, false, "model", e.Model)
-		b = appendLabel(b, false, "pci_bus_id", e.PCIBusID)
-		b = appendLabel(b, false, "driver_version", inv.DriverVersion)
-		p.line(&gpu, b, "", "", 1)
-	}
-	for i := range inv.Entities {
-		e := &inv.Entities[i]
-		if e.Kind != source.GPUInstance {
-			continue
-		}
-		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
-		b = appendLabel(b, false, "uuid", e.UUID)
-		b = appendLabel(b, false, "device", e.Device)
-		b = appendLabel(b, false, "model", e.Model)
-		b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
-		b = appendLabel(b, false, "mig_profile", e.MIGProfile)
-		b = appendLabel(b, false, "mig_uuid", e.MIGUUID)
-		p.line(&mig, b, "", "", 1)
-	}
-}
-
 // renderField writes the family of one sample column: one series per
 // target whose entity carries the field and has a value (blank values are
 // left out).
@@ -205,7 +168,7 @@ func (p *page) renderField(in Input, c *column) {
 			p.series(&fam, l.b, len(l.b), nil, p.value)
 		case modeRawXID:
 			p.value = appendRaw(p.value[:0], v)
-			p.series(&fam, l.b, l.attr, p.owner.xidAttribute(int64(x)), p.value)
+			p.series(&fam, l.b, l.attr, c.attribute(int64(x)), p.value)
 		}
 	}
 }
@@ -219,84 +182,10 @@ func appendRaw(b []byte, v source.Value) []byte {
 	return appendFloat(b, v.Float)
 }
 
-// renderAllocations writes gpu_pod_allocation_info for every held target.
-func (p *page) renderAllocations(in Input) {
-	fam := family{name: allocationName, help: allocationHelp, typ: fields.Gauge}
-	for i, t := range in.Targets {
-		if t.Holder == nil {
-			continue
-		}
-		shared := "false"
-		if t.Shared {
-			shared = "true"
-		}
-		p.line(&fam, p.owner.labels[i].b, "shared", shared, 1)
-	}
-}
-
-// renderXIDs writes gpu_xid_errors_total.
-func (p *page) renderXIDs(in Input) {
-	if len(in.XIDs) == 0 {
-		return
-	}
-	count := family{name: xidName, help: xidHelp, typ: fields.Counter}
-	last := family{name: xidLastSeenName, help: xidLastSeenHelp, typ: fields.Gauge}
-	labels := make([][]byte, len(in.XIDs))
-	for i, x := range in.XIDs {
-		labels[i] = entityLabels(nil, &in.Sample.Inventory.Entities[x.Entity], nil)
-		p.line(&count, labels[i], "xid", strconv.FormatInt(x.XID, 10), float64(x.Count))
-	}
-	for i, x := range in.XIDs {
-		p.line(&last, labels[i], "xid", strconv.FormatInt(x.XID, 10), float64(x.LastSeen.UnixNano())/1e9)
-	}
-}
-
-// renderWindow writes one of dcgm-exporter's window counters: for every
-// target on a GPU, one series per event kind counted in the window, or one
-// zero series without the event label when there was none.
-func (p *page) renderWindow(in Input, w *WindowFamily) {
-	fam := family{name: w.Name, help: w.Help, typ: w.Type}
-	window := strconv.FormatInt(w.Window.Milliseconds(), 10)
-	eventFirst := w.Label < windowSizeLabel // dcgm-exporter sorts these labels by name
-	for i, t := range in.Targets {
-		if in.Sample.Inventory.Entities[t.Entity].Kind != source.GPU {
-			continue
-		}
-		l := &p.owner.labels[i]
-		k := sort.Search(len(w.Counts), func(k int) bool { return w.Counts[k].Entity >= t.Entity })
-		for ; k < len(w.Counts) && w.Counts[k].Entity == t.Entity; k++ {
-			c := &w.Counts[k]
-			p.extra = p.extra[:0]
-			if c.Event != "" && eventFirst {
-				p.extra = appendLabel(p.extra, false, w.Label, c.Event)
-			}
-			p.extra = appendLabel(p.extra, false, windowSizeLabel, window)
-			if c.Event != "" && !eventFirst {
-				p.extra = appendLabel(p.extra, false, w.Label, c.Event)
-			}
-			p.value = strconv.AppendUint(p.value[:0], c.Count, 10)
-			p.series(&fam, l.b, l.window, p.extra, p.value)
-		}
-	}
-}
-
-// renderHealth writes gpu_lost for GPUs that left the inventory and
-// gpu_health_status for each incident of the source's health watches.
-func (p *page) renderHealth(in Input) {
-	lost := family{name: lostName, help: lostHelp, typ: fields.Gauge}
-	var b []byte
-	for _, g := range in.Lost {
-		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(g.GPU))
-		b = appendLabel(b, false, "uuid", g.UUID)
-		p.line(&lost, b, "", "", float64(g.Since.UnixNano())/1e9)
-	}
-	health := family{name: healthName, help: healthHelp, typ: fields.Gauge}
-	for _, h := range in.Health {
-		if h.Status == source.HealthPass {
-			continue
-		}
-		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(h.GPU))
-		b = appendLabel(b, false, "uuid", h.UUID)
-		p.line(&health, b, "subsystem", h.Subsystem, float64(h.Status))
+// renderFields writes the families of the column plan.
+func (p *page) renderFields(in Input) {
+	plan := p.owner.plan
+	for i := range plan {
+		p.renderField(in, &plan[i])
 	}
 }

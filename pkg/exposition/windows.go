@@ -1,11 +1,10 @@
-package collector
+package exposition
 
 import (
 	"sort"
 	"strconv"
 	"time"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -38,8 +37,8 @@ func newWindows() windows {
 }
 
 // update records the sample and returns the window counters to render.
-func (w *windows) update(s *source.Sample, k Counters) []exposition.WindowFamily {
-	var out []exposition.WindowFamily
+func (w *windows) update(s *source.Sample, k Counters) []WindowFamily {
+	var out []WindowFamily
 	if x := k.XIDErrorsCount; x != nil {
 		for _, ev := range s.XIDs {
 			if ev.Entity < 0 || ev.Entity >= len(s.Inventory.Entities) {
@@ -53,7 +52,7 @@ func (w *windows) update(s *source.Sample, k Counters) []exposition.WindowFamily
 			w.xid[uuid] = appendBounded(w.xid[uuid], timedValue{t, ev.XID})
 		}
 		prune(w.xid, s.Time.Add(-x.Window))
-		out = append(out, windowFamily(s, x, exposition.WindowXID, w.xid, xidEvents))
+		out = append(out, windowFamily(s, x, WindowXID, w.xid, xidEvents))
 	} else {
 		clear(w.xid)
 	}
@@ -70,7 +69,7 @@ func (w *windows) update(s *source.Sample, k Counters) []exposition.WindowFamily
 			}
 		}
 		prune(w.clock, s.Time.Add(-c.Window))
-		out = append(out, windowFamily(s, c, exposition.WindowClockEvent, w.clock, w.clockEvents))
+		out = append(out, windowFamily(s, c, WindowClockEvent, w.clock, w.clockEvents))
 	} else {
 		clear(w.clock)
 	}
@@ -136,8 +135,8 @@ func (w *windows) clockEvents(vs []timedValue) map[string]uint64 {
 }
 
 // windowFamily builds one window family over the GPUs of the sample.
-func windowFamily(s *source.Sample, wc *WindowCounter, label string, m map[string][]timedValue, count counter) exposition.WindowFamily {
-	wf := exposition.WindowFamily{Name: wc.Name, Help: wc.Help, Type: wc.Type, Label: label, Window: wc.Window}
+func windowFamily(s *source.Sample, wc *WindowCounter, label string, m map[string][]timedValue, count counter) WindowFamily {
+	wf := WindowFamily{Name: wc.Name, Help: wc.Help, Type: wc.Type, Label: label, Window: wc.Window}
 	for e := range s.Inventory.Entities {
 		ent := &s.Inventory.Entities[e]
 		if ent.Kind != source.GPU {
@@ -145,12 +144,12 @@ func windowFamily(s *source.Sample, wc *WindowCounter, label string, m map[strin
 		}
 		vs, seen := m[ent.UUID]
 		if !seen {
-			wf.Counts = append(wf.Counts, exposition.WindowCount{Entity: e})
+			wf.Counts = append(wf.Counts, WindowCount{Entity: e})
 			continue
 		}
 		start := len(wf.Counts)
 		for event, n := range count(vs) {
-			wf.Counts = append(wf.Counts, exposition.WindowCount{Entity: e, Event: event, Count: n})
+			wf.Counts = append(wf.Counts, WindowCount{Entity: e, Event: event, Count: n})
 		}
 		sortEvents(wf.Counts[start:], label)
 	}
@@ -159,9 +158,9 @@ func windowFamily(s *source.Sample, wc *WindowCounter, label string, m map[strin
 
 // sortEvents orders one GPU's counts: XID codes numerically, clock events
 // by name.
-func sortEvents(cs []exposition.WindowCount, label string) {
+func sortEvents(cs []WindowCount, label string) {
 	sort.Slice(cs, func(a, b int) bool {
-		if label == exposition.WindowXID {
+		if label == WindowXID {
 			x, _ := strconv.ParseInt(cs[a].Event, 10, 64)
 			y, _ := strconv.ParseInt(cs[b].Event, 10, 64)
 			return x < y

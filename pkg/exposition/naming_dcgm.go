@@ -1,0 +1,262 @@
+package exposition
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// dcgmScheme is dcgm-exporter's naming: DCGM_FI_* names with the counters
+// file's types and help, DCGM's native units, the raw bitmask, its labels
+// (label fields among them) and its window counters.
+type dcgmScheme struct {
+	labeler func(s *source.Sample, t Target, labelCols []int) targetLabels
+	xidAttr map[int64][]byte // ,err_code="N",err_msg="…" per code
+	windows windows
+	// clockEvents is the clock event bitmask field, watched for the clock
+	// events window counter when the counters do not list it.
+	clockEvents fields.Field
+	hasClock    bool
+}
+
+func newDCGMScheme(o DCGMOptions) *dcgmScheme {
+	if o.HostnameLabel == "" {
+		o.HostnameLabel = HostnameLabel
+	}
+	n := &dcgmScheme{labeler: dcgmLabeler(o), xidAttr: map[int64][]byte{}, windows: newWindows()}
+	n.clockEvents, n.hasClock = fields.MustNew().ByID(fields.ClockEventReasonsID)
+	return n
+}
+
+// watchSet adds the label fields and the fields window counters need that
+// are not collected anyway.
+func (n *dcgmScheme) watchSet(k Counters) (set []fields.Field, extra int) {
+	set = append([]fields.Field(nil), k.Fields...)
+	for _, l := range k.Labels {
+		l.Kind = fields.Label
+		set = append(set, l)
+	}
+	if k.ClockEventsCount != nil && n.hasClock && !slices.ContainsFunc(k.Fields, isClockEvents) {
+		set = append(set, n.clockEvents)
+		extra++
+	}
+	return set, extra
+}
+
+func isClockEvents(f fields.Field) bool { return f.ID == fields.ClockEventReasonsID }
+
+// wantsHealth is false: dcgm-exporter has no lost or health families.
+func (*dcgmScheme) wantsHealth() bool { return false }
+
+func (*dcgmScheme) labelFields() bool { return true }
+
+// derive records the sample's XID events and clock event bitmasks and sets
+// the window counters k configures.
+func (n *dcgmScheme) derive(in *Input, k Counters) {
+	in.Windows = n.windows.update(in.Sample, k)
+}
+
+func (n *dcgmScheme) label(s *source.Sample, t Target, labelCols []int) targetLabels {
+	return n.labeler(s, t, labelCols)
+}
+
+// column exports the value as DCGM reported it, under the counters file's
+// name, type and help.
+func (n *dcgmScheme) column(f *fields.Field, col int) column {
+	c := column{col: col, fam: family{name: f.DCGMName, help: f.DCGMHelp, typ: f.DCGMType}, mode: modeRaw}
+	c.instancesOnly = f.Levels.Has(fields.LevelGPUInstance)
+	if f.ID == fields.XIDErrorsID {
+		c.mode = modeRawXID
+		c.attribute = n.xidAttribute
+	}
+	return c
+}
+
+// render writes the fields, then the window counters.
+func (*dcgmScheme) render(p *page, in Input) {
+	p.renderFields(in)
+	for i := range in.Windows {
+		p.renderWindow(in, &in.Windows[i])
+	}
+}
+
+// maxXIDAttrs bounds the cache of XID labels; codes past it are built on
+// each use.
+const maxXIDAttrs = 1024
+
+// xidAttribute returns the ,err_code="N",err_msg="…" label pairs dcgm
+// naming puts on a DCGM_FI_DEV_XID_ERRORS value, built once per code.
+func (n *dcgmScheme) xidAttribute(code int64) []byte {
+	if b, ok := n.xidAttr[code]; ok {
+		return b
+	}
+	b := appendLabel(nil, false, "err_code", strconv.FormatInt(code, 10))
+	b = appendLabel(b, false, "err_msg", fields.XIDMessage(code))
+	if len(n.xidAttr) < maxXIDAttrs {
+		n.xidAttr[code] = b
+	}
+	return b
+}
+
+// dcgmLabeler returns the label builder of dcgm naming. Labels come in
+// dcgm-exporter's order: the entity's fixed labels, the hostname, the label
+// fields sorted by name, then the holder's labels sorted by name.
+func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Target, labelCols []int) targetLabels {
+	uuid, pod, namespace, container := "UUID", "pod", "namespace", "container"
+	if o.OldNamespace {
+		uuid, pod, namespace, container = "uuid", "pod_name", "pod_namespace", "container_name"
+	}
+	return func(s *source.Sample, t Target, labelCols []int) targetLabels {
+		e := &s.Inventory.Entities[t.Entity]
+		var b []byte
+		switch e.Kind {
+		case source.NVSwitch:
+			b = appendLabel(b, true, "nvswitch", "nvswitch"+strconv.Itoa(e.ID))
+		case source.NVLink:
+			b = appendLabel(b, true, "nvlink", strconv.Itoa(e.Link))
+			b = appendLabel(b, false, "gpu", strconv.Itoa(e.GPU))
+			b = appendLabel(b, false, "gpu_uuid", e.UUID)
+			b = appendLabel(b, false, "pci_bus_id", e.PCIBusID)
+			b = appendLabel(b, false, "device", "nvidia"+strconv.Itoa(e.GPU))
+			b = appendLabel(b, false, "model_name", modelName(e.Model, o))
+		default:
+			b = appendLabel(b, true, "gpu", strconv.Itoa(e.GPU))
+			b = appendLabel(b, false, uuid, e.UUID)
+			b = appendLabel(b, false, "pci_bus_id", e.PCIBusID)
+			// dcgm-exporter names the device after the GPU index, not the
+			// device minor number.
+			b = appendLabel(b, false, "device", "nvidia"+strconv.Itoa(e.GPU))
+			b = appendLabel(b, false, "modelName", modelName(e.Model, o))
+			if e.Kind == source.GPUInstance {
+				b = appendLabel(b, false, "GPU_I_PROFILE", e.MIGProfile)
+				b = appendLabel(b, false, "GPU_I_ID", strconv.Itoa(e.GPUInstance))
+			}
+		}
+		if o.Hostname != "" {
+			b = appendLabel(b, false, o.HostnameLabel, o.Hostname)
+		}
+		parent := -1
+		if e.Kind == source.GPUInstance {
+			parent = parentGPU(s.Inventory, e.GPU)
+		}
+		for _, col := range labelCols {
+			f := &s.Fields[col]
+			v, ok := labelValue(s.At(t.Entity, col))
+			if !ok && parent >= 0 { // label fields are read per GPU
+				v, ok = labelValue(s.At(parent, col))
+			}
+			if !ok && f.ID == fields.DriverVersionID && s.Inventory.DriverVersion != "" {
+				v, ok = s.Inventory.DriverVersion, true
+			}
+			if ok {
+				b = appendLabel(b, false, f.DCGMName, v)
+			}
+		}
+		l := targetLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU)}
+		if h := t.Holder; h != nil {
+			// Sorted by name: container(_name) sorts before err_code and
+			// err_msg, the rest after them.
+			b = appendLabel(b, false, container, h.Container)
+			l.attr = len(b)
+			if o.OldNamespace {
+				b = appendLabel(b, false, pod, h.Pod)
+				b = appendLabel(b, false, namespace, h.Namespace)
+			} else {
+				b = appendLabel(b, false, namespace, h.Namespace)
+				b = appendLabel(b, false, pod, h.Pod)
+			}
+			if h.PodUID != "" {
+				b = appendLabel(b, false, "pod_uid", h.PodUID)
+			}
+			// dcgm-exporter writes its attributes sorted by name: vgpu
+			// after pod_uid.
+			if o.VirtualGPUs && h.VGPU != "" {
+				b = appendLabel(b, false, "vgpu", h.VGPU)
+			}
+			for _, pl := range h.Labels {
+				b = appendLabel(b, false, pl.Name, pl.Value)
+			}
+		} else {
+			l.attr = len(b)
+		}
+		l.b = b
+		return l
+	}
+}
+
+// hasInstances reports whether GPU index gpu has MIG GPU instances in the
+// inventory.
+func hasInstances(inv *source.Inventory, gpu int) bool {
+	for i := range inv.Entities {
+		if inv.Entities[i].Kind == source.GPUInstance && inv.Entities[i].GPU == gpu {
+			return true
+		}
+	}
+	return false
+}
+
+// parentGPU returns the inventory row of GPU index gpu, or -1.
+func parentGPU(inv *source.Inventory, gpu int) int {
+	for i := range inv.Entities {
+		if inv.Entities[i].Kind == source.GPU && inv.Entities[i].GPU == gpu {
+			return i
+		}
+	}
+	return -1
+}
+
+// modelName is the modelName label value.
+func modelName(model string, o DCGMOptions) string {
+	if !o.ReplaceBlanksInModelName {
+		return model
+	}
+	return strings.Join(strings.Fields(model), "-")
+}
+
+// labelValue formats a value as dcgm-exporter writes a label field: strings
+// as they are, integers in decimal, floats with six decimals. Blank values
+// leave the label out.
+func labelValue(v source.Value) (string, bool) {
+	switch v.Kind {
+	case source.String:
+		return v.Str, true
+	case source.Int:
+		return strconv.FormatInt(v.Int, 10), true
+	case source.Float:
+		return strconv.FormatFloat(v.Float, 'f', 6, 64), true
+	}
+	return "", false
+}
+
+// renderWindow writes one of dcgm-exporter's window counters: for every
+// target on a GPU, one series per event kind counted in the window, or one
+// zero series without the event label when there was none.
+func (p *page) renderWindow(in Input, w *WindowFamily) {
+	fam := family{name: w.Name, help: w.Help, typ: w.Type}
+	window := strconv.FormatInt(w.Window.Milliseconds(), 10)
+	eventFirst := w.Label < windowSizeLabel // dcgm-exporter sorts these labels by name
+	for i, t := range in.Targets {
+		if in.Sample.Inventory.Entities[t.Entity].Kind != source.GPU {
+			continue
+		}
+		l := &p.owner.labels[i]
+		k := sort.Search(len(w.Counts), func(k int) bool { return w.Counts[k].Entity >= t.Entity })
+		for ; k < len(w.Counts) && w.Counts[k].Entity == t.Entity; k++ {
+			c := &w.Counts[k]
+			p.extra = p.extra[:0]
+			if c.Event != "" && eventFirst {
+				p.extra = appendLabel(p.extra, false, w.Label, c.Event)
+			}
+			p.extra = appendLabel(p.extra, false, windowSizeLabel, window)
+			if c.Event != "" && !eventFirst {
+				p.extra = appendLabel(p.extra, false, w.Label, c.Event)
+			}
+			p.value = strconv.AppendUint(p.value[:0], c.Count, 10)
+			p.series(&fam, l.b, l.window, p.extra, p.value)
+		}
+	}
+}

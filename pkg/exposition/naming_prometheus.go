@@ -1,0 +1,214 @@
+package exposition
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// prometheusScheme is Prometheus naming: gpu_* names in base units, one 0/1
+// series per bitmask reason, info families for static facts, XID counters
+// since start, lost GPUs and health incidents.
+type prometheusScheme struct {
+	// xids counts XID codes per GPU (by UUID, so that counts follow a GPU
+	// across inventory changes) since the exporter started.
+	xids map[xidKey]xidState
+}
+
+// xidState counts one XID code on one GPU and remembers when it was last
+// seen.
+type xidState struct {
+	count uint64
+	last  time.Time
+}
+
+type xidKey struct {
+	uuid string
+	xid  int64
+}
+
+func newPrometheusScheme() *prometheusScheme {
+	return &prometheusScheme{xids: map[xidKey]xidState{}}
+}
+
+// watchSet watches the counters' fields alone: label fields and window
+// counters are dcgm naming's.
+func (*prometheusScheme) watchSet(k Counters) ([]fields.Field, int) {
+	return append([]fields.Field(nil), k.Fields...), 0
+}
+
+func (*prometheusScheme) wantsHealth() bool { return true }
+
+func (*prometheusScheme) labelFields() bool { return false }
+
+// derive counts the sample's XID events and lists the counters of the
+// current inventory's GPUs.
+func (n *prometheusScheme) derive(in *Input, _ Counters) {
+	n.countXIDs(in.Sample)
+	in.XIDs = n.xidCounts(in.Sample.Inventory)
+}
+
+func (n *prometheusScheme) countXIDs(s *source.Sample) {
+	for _, ev := range s.XIDs {
+		if ev.Entity < 0 || ev.Entity >= len(s.Inventory.Entities) {
+			continue
+		}
+		k := xidKey{s.Inventory.Entities[ev.Entity].UUID, ev.XID}
+		st := n.xids[k]
+		st.count++
+		seen := ev.Time
+		if seen.IsZero() {
+			seen = s.Time
+		}
+		if seen.After(st.last) {
+			st.last = seen
+		}
+		n.xids[k] = st
+	}
+}
+
+// xidCounts maps the XID counters onto the current inventory's GPUs.
+func (n *prometheusScheme) xidCounts(inv *source.Inventory) []XIDCount {
+	if len(n.xids) == 0 {
+		return nil
+	}
+	var out []XIDCount
+	for i := range inv.Entities {
+		e := &inv.Entities[i]
+		if e.Kind != source.GPU {
+			continue
+		}
+		for k, st := range n.xids {
+			if k.uuid == e.UUID {
+				out = append(out, XIDCount{Entity: i, XID: k.xid, Count: st.count, LastSeen: st.last})
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Entity != out[b].Entity {
+			return out[a].Entity < out[b].Entity
+		}
+		return out[a].XID < out[b].XID
+	})
+	return out
+}
+
+// label writes the entity's labels, then the holder's.
+func (*prometheusScheme) label(s *source.Sample, t Target, _ []int) targetLabels {
+	b := entityLabels(nil, &s.Inventory.Entities[t.Entity], t.Holder)
+	return targetLabels{b: b, window: len(b), attr: len(b)}
+}
+
+// column scales a value to base units, or splits a bitmask into reasons.
+func (*prometheusScheme) column(f *fields.Field, col int) column {
+	c := column{col: col, fam: family{name: f.Name, help: f.Help, typ: f.Type}, mode: modeScaled}
+	if f.Kind == fields.Bitmask {
+		c.mode = modeReasons
+		for _, reason := range f.Reasons {
+			c.reasons = append(c.reasons, appendLabel(nil, false, "reason", reason.Name))
+		}
+	}
+	return c
+}
+
+// render writes the info families, the fields, the allocations, the XID
+// counters and the health families.
+func (*prometheusScheme) render(p *page, in Input) {
+	p.renderInfo(in)
+	p.renderFields(in)
+	p.renderAllocations(in)
+	p.renderXIDs(in)
+	p.renderHealth(in)
+}
+
+// renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for
+// every MIG instance of the inventory, once each whatever the holders.
+func (p *page) renderInfo(in Input) {
+	inv := in.Sample.Inventory
+	gpu := family{name: infoName, help: infoHelp, typ: fields.Gauge}
+	mig := family{name: migInfoName, help: migInfoHelp, typ: fields.Gauge}
+	var b []byte
+	for i := range inv.Entities {
+		e := &inv.Entities[i]
+		if e.Kind != source.GPU {
+			continue
+		}
+		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
+		b = appendLabel(b, false, "uuid", e.UUID)
+		b = appendLabel(b, false, "device", e.Device)
+		b = appendLabel(b, false, "model", e.Model)
+		b = appendLabel(b, false, "pci_bus_id", e.PCIBusID)
+		b = appendLabel(b, false, "driver_version", inv.DriverVersion)
+		p.line(&gpu, b, "", "", 1)
+	}
+	for i := range inv.Entities {
+		e := &inv.Entities[i]
+		if e.Kind != source.GPUInstance {
+			continue
+		}
+		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
+		b = appendLabel(b, false, "uuid", e.UUID)
+		b = appendLabel(b, false, "device", e.Device)
+		b = appendLabel(b, false, "model", e.Model)
+		b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
+		b = appendLabel(b, false, "mig_profile", e.MIGProfile)
+		b = appendLabel(b, false, "mig_uuid", e.MIGUUID)
+		p.line(&mig, b, "", "", 1)
+	}
+}
+
+// renderAllocations writes gpu_pod_allocation_info for every held target.
+func (p *page) renderAllocations(in Input) {
+	fam := family{name: allocationName, help: allocationHelp, typ: fields.Gauge}
+	for i, t := range in.Targets {
+		if t.Holder == nil {
+			continue
+		}
+		shared := "false"
+		if t.Shared {
+			shared = "true"
+		}
+		p.line(&fam, p.owner.labels[i].b, "shared", shared, 1)
+	}
+}
+
+// renderXIDs writes gpu_xid_errors_total.
+func (p *page) renderXIDs(in Input) {
+	if len(in.XIDs) == 0 {
+		return
+	}
+	count := family{name: xidName, help: xidHelp, typ: fields.Counter}
+	last := family{name: xidLastSeenName, help: xidLastSeenHelp, typ: fields.Gauge}
+	labels := make([][]byte, len(in.XIDs))
+	for i, x := range in.XIDs {
+		labels[i] = entityLabels(nil, &in.Sample.Inventory.Entities[x.Entity], nil)
+		p.line(&count, labels[i], "xid", strconv.FormatInt(x.XID, 10), float64(x.Count))
+	}
+	for i, x := range in.XIDs {
+		p.line(&last, labels[i], "xid", strconv.FormatInt(x.XID, 10), float64(x.LastSeen.UnixNano())/1e9)
+	}
+}
+
+// renderHealth writes gpu_lost for GPUs that left the inventory and
+// gpu_health_status for each incident of the source's health watches.
+func (p *page) renderHealth(in Input) {
+	lost := family{name: lostName, help: lostHelp, typ: fields.Gauge}
+	var b []byte
+	for _, g := range in.Lost {
+		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(g.GPU))
+		b = appendLabel(b, false, "uuid", g.UUID)
+		p.line(&lost, b, "", "", float64(g.Since.UnixNano())/1e9)
+	}
+	health := family{name: healthName, help: healthHelp, typ: fields.Gauge}
+	for _, h := range in.Health {
+		if h.Status == source.HealthPass {
+			continue
+		}
+		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(h.GPU))
+		b = appendLabel(b, false, "uuid", h.UUID)
+		p.line(&health, b, "subsystem", h.Subsystem, float64(h.Status))
+	}
+}
