@@ -87,6 +87,8 @@ chart-sync: ## Copy rules/ and dashboards/ into the Helm chart (Helm reads only 
 	@rm -f $(CHART_FILES)/rules/*.yaml $(CHART_FILES)/dashboards/*.json
 	@for f in $$(grep -l '^groups:' rules/*.yaml 2>/dev/null); do cp $$f $(CHART_FILES)/rules/; done
 	@for f in dashboards/*.json; do if [ -e "$$f" ]; then cp $$f $(CHART_FILES)/dashboards/; fi; done
+	@rm -f $(CHART_FILES)/dashboards/*/*.json
+	@for f in dashboards/*/*.json; do if [ -e "$$f" ]; then mkdir -p $(CHART_FILES)/$$(dirname $$f) && cp $$f $(CHART_FILES)/$$f; fi; done
 	@mkdir -p $(CHART_FILES)/autoscaling && cp deployment/autoscaling/prometheus-adapter-rules.yaml $(CHART_FILES)/autoscaling/ 2>/dev/null || true
 
 tools: ## Build the test tools (prometheus, promtool, alertmanager, helm, kustomize, ...) from pinned Go modules into tests/tools/bin.

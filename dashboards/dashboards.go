@@ -25,7 +25,42 @@ type Board struct {
 	// UID is the dashboard's stable Grafana UID.
 	UID string
 	// Build assembles the dashboard.
-	Build func() (dashboard.Dashboard, error)
+	Build func(Options) (dashboard.Dashboard, error)
+}
+
+// Options are what a deployment changes in the dashboards.
+type Options struct {
+	// NamespaceLabel is the label that names the namespace of the pod
+	// holding a GPU: "namespace" as the exporter writes it, or
+	// "exported_namespace" where the Helm chart renames it on scrape
+	// because prometheus-operator enforces `namespace`
+	// (attribution.namespaceLabel). kube-state-metrics series keep
+	// `namespace`.
+	NamespaceLabel string
+}
+
+// DefaultNamespaceLabel is the label the exporter writes.
+const DefaultNamespaceLabel = "namespace"
+
+// NamespaceLabels are the namespace labels the dashboards are committed
+// for: dashboards/*.json for the default, dashboards/<label>/*.json for
+// the others. The chart's attribution.namespaceLabel takes one of them.
+var NamespaceLabels = []string{DefaultNamespaceLabel, "exported_namespace"}
+
+// Dir is the directory, relative to dashboards/, that holds the
+// dashboards rendered for a namespace label.
+func (o Options) Dir() string {
+	if o.ns() == DefaultNamespaceLabel {
+		return "."
+	}
+	return o.ns()
+}
+
+func (o Options) ns() string {
+	if o.NamespaceLabel == "" {
+		return DefaultNamespaceLabel
+	}
+	return o.NamespaceLabel
 }
 
 // Stable UIDs: links, bookmarks and provisioning refer to them.
@@ -44,10 +79,23 @@ func All() []Board {
 	}
 }
 
+// detailLink is a data link into the node and GPU dashboard for the node
+// (and, when gpuField is set, the GPU) of a table row; fields are named by
+// their column titles. It keeps the time range, the data source and the
+// cluster.
+func detailLink(title, nodeField, gpuField string) *link {
+	url := "/d/" + NodeDetailUID + "?${__url_time_range}&${datasource:queryparam}&${cluster:queryparam}" +
+		"&var-node=${__data.fields[\"" + nodeField + "\"]}"
+	if gpuField != "" {
+		url += "&var-gpu=${__data.fields[\"" + gpuField + "\"]}"
+	}
+	return &link{title: title, url: url}
+}
+
 // Render returns the dashboard as indented JSON with a final newline, the
 // form it is committed in.
-func Render(b Board) ([]byte, error) {
-	d, err := b.Build()
+func Render(b Board, o Options) ([]byte, error) {
+	d, err := b.Build(o)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard %s: %w", b.File, err)
 	}

@@ -56,10 +56,13 @@ func nodeSections() []section {
 // NodeDetail shows one node's GPUs: a time series of every default field of
 // the catalog, clocks and throttle reasons, XID and ECC events, and the MIG
 // instances.
-func NodeDetail() (dashboard.Dashboard, error) {
-	bd := newBoard(NodeDetailUID, "GPU / Node and GPU detail",
-		"Every default field of every GPU of the selected nodes, throttle reasons, XID and memory errors, MIG instances and who holds each GPU.",
-		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), gpuVar()})
+//
+// It opens on one node, and with the rows of catalog fields closed: over a
+// large fleet the fields of every GPU would be thousands of series.
+func NodeDetail(o Options) (dashboard.Dashboard, error) {
+	bd := newBoard(o, NodeDetailUID, "GPU / Node and GPU detail",
+		"Every default field of every GPU of the selected node, GPU and exporter health, throttle reasons, XID and memory errors, MIG instances and who holds each GPU.",
+		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), singleNodeVar(), gpuVar()})
 	m := sel(mCluster, mNode, mGPU)
 
 	bd.row("GPUs")
@@ -73,9 +76,28 @@ func NodeDetail() (dashboard.Dashboard, error) {
 		description: "Which container holds each GPU or MIG instance (the kubelet's pod-resources view); shared: several containers hold it.",
 		queries:     []query{{expr: `gpu_pod_allocation_info{` + m + `}`}}},
 		[]column{{field: "node"}, {field: "gpu", title: "GPU"}, {field: "gpu_instance", title: "MIG instance"},
-			{field: "mig_profile", title: "profile"}, {field: "namespace"}, {field: "pod"}, {field: "container"},
+			{field: "mig_profile", title: "profile"}, {field: o.ns(), title: "namespace"}, {field: "pod"}, {field: "container"},
 			{field: "shared"}},
 		"")
+	pl := o.podLabels()
+	bd.timeseries(panel{title: "Utilization", unit: unitRatio, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
+		description: "Utilization of each GPU, and graphics-engine activity of each MIG instance.",
+		queries:     []query{{expr: `gpu:gpu_utilization_ratio:max{` + m + `}`, legend: legendGPU}}})
+	bd.timeseries(panel{title: "Memory used (share)", unit: unitRatio, min: ptr(0), max: ptr(1), thresholds: memoryThresholds,
+		description: "Share of each GPU's memory in use. Frameworks that pre-allocate (TensorFlow, JAX, vLLM) hold most of it by design.",
+		queries: []query{{
+			expr:   `max without (` + pl + `) (gpu_memory_used_bytes{` + sel(m, `gpu_instance=""`) + `}) / max without (` + pl + `) (gpu_memory_total_bytes{` + sel(m, `gpu_instance=""`) + `})`,
+			legend: legendGPU,
+		}}})
+	bd.timeseries(panel{title: "Temperature headroom to slowdown", unit: unitCelsius, thresholds: headroomThresholds,
+		description: "Degrees left before each GPU slows its clocks: its slowdown temperature (gpu_temperature_slowdown_celsius) minus its temperature. GPUTemperatureHigh fires 5 °C before, GPUTemperatureCritical at 0.",
+		queries: []query{{
+			expr:   `max without (` + pl + `) (gpu_temperature_slowdown_celsius{` + m + `} - gpu_temperature_celsius{` + m + `})`,
+			legend: legendGPU,
+		}}})
+
+	bd.row("GPU health")
+	bd.gpuHealth(m)
 
 	catalog := fields.MustNew()
 	defaults := catalog.Defaults()
@@ -91,9 +113,9 @@ func NodeDetail() (dashboard.Dashboard, error) {
 		if len(rowFields) == 0 {
 			continue
 		}
-		bd.row(s.title)
+		bd.collapsedRow(s.title)
 		for _, f := range rowFields {
-			bd.timeseries(fieldPanel(f, m))
+			bd.timeseries(fieldPanel(o, f, m))
 		}
 		if s.title == "Errors: XID, ECC, row remapping" {
 			bd.timeseries(panel{title: "XID errors by code", unit: unitCount, steps: true,
@@ -108,28 +130,31 @@ func NodeDetail() (dashboard.Dashboard, error) {
 		}
 	}
 	if len(other) > 0 {
-		bd.row("Other fields")
+		bd.collapsedRow("Other fields")
 		for _, f := range other {
-			bd.timeseries(fieldPanel(f, m))
+			bd.timeseries(fieldPanel(o, f, m))
 		}
 	}
 
-	bd.row("MIG instances")
+	bd.collapsedRow("MIG instances")
 	bd.table(panel{title: "MIG instances", unit: unitCount,
 		description: "The MIG GPU instances of the selected GPUs.",
 		queries:     []query{{expr: `gpu_mig_instance_info{` + m + `}`}}},
 		[]column{{field: "node"}, {field: "gpu", title: "GPU"}, {field: "gpu_instance", title: "MIG instance"},
 			{field: "mig_profile", title: "profile"}, {field: "mig_uuid", title: "MIG UUID"}},
 		"")
-	bd.timeseries(panel{title: "MIG instance activity", unit: unitRatio, w: 6, min: ptr(0), max: ptr(1),
+	bd.timeseries(panel{title: "MIG instance activity", unit: unitRatio, w: 6, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
 		description: "Graphics-engine activity of each MIG instance: under MIG the GPU's own utilization is not reported.",
 		queries:     []query{{expr: `gpu:gpu_utilization_ratio:max{` + sel(m, `gpu_instance!=""`) + `}`, legend: legendMIGInstance}}})
-	bd.timeseries(panel{title: "MIG instance memory used", unit: unitRatio, w: 6, min: ptr(0), max: ptr(1),
+	bd.timeseries(panel{title: "MIG instance memory used", unit: unitRatio, w: 6, min: ptr(0), max: ptr(1), thresholds: memoryThresholds,
 		description: "Share of each MIG instance's memory in use.",
 		queries: []query{{
 			expr:   `gpu:gpu_memory_used_bytes:max{` + sel(m, `gpu_instance!=""`) + `} / gpu:gpu_memory_total_bytes:max{` + sel(m, `gpu_instance!=""`) + `}`,
 			legend: legendMIGInstance,
 		}}})
+
+	bd.collapsedRow("Exporter")
+	bd.exporterHealth(sel(mCluster, mNode))
 	return bd.build()
 }
 
@@ -138,18 +163,19 @@ func NodeDetail() (dashboard.Dashboard, error) {
 // labels) so that a shared GPU draws one line. Counters in seconds or
 // joules are shown as rates (throttled share of time, watts); other
 // counters as their value, a count since the driver was loaded.
-func fieldPanel(f fields.Field, m string) panel {
+func fieldPanel(o Options, f fields.Field, m string) panel {
 	p := panel{
 		title:       fieldTitle(f),
 		description: f.Help + " (" + f.Name + ")",
 		unit:        fieldUnit(f),
+		thresholds:  fieldThresholds[f.Name],
 	}
 	series := func(extra string) string {
 		s := f.Name + `{` + sel(m, extra) + `}`
 		if f.Type == fields.Counter && (f.Unit == "seconds" || f.Unit == "joules" || strings.Contains(f.Name, "kibibytes")) {
 			s = `rate(` + s + `[$__rate_interval])`
 		}
-		return `max without (namespace, pod, container) (` + s + `)`
+		return `max without (` + o.podLabels() + `) (` + s + `)`
 	}
 	switch {
 	case f.Kind == fields.Bitmask:
@@ -168,6 +194,15 @@ func fieldPanel(f fields.Field, m string) panel {
 		p.steps = true
 	}
 	return p
+}
+
+// fieldThresholds colour the fields whose values mean trouble past a
+// point: utilization (idle), temperature (the fallback alert thresholds;
+// the headroom panel compares with each GPU's own slowdown temperature).
+var fieldThresholds = map[string]thresholds{
+	"gpu_utilization_ratio":            utilizationThresholds,
+	"gpu_graphics_engine_active_ratio": utilizationThresholds,
+	"gpu_temperature_celsius":          temperatureThresholds,
 }
 
 // fieldUnit maps a catalog unit (and type) to a Grafana unit.

@@ -31,8 +31,8 @@ func pendingGPUPods(matchers string) string {
 // ClusterOverview is the fleet view: capacity against allocation and idle
 // GPUs, utilization and memory distributions, the hottest GPUs, power, and
 // errors.
-func ClusterOverview() (dashboard.Dashboard, error) {
-	bd := newBoard(ClusterOverviewUID, "GPU / Cluster overview",
+func ClusterOverview(o Options) (dashboard.Dashboard, error) {
+	bd := newBoard(o, ClusterOverviewUID, "GPU / Cluster overview",
 		"GPUs in use, allocatable and idle; utilization, memory, temperature, power and errors across the fleet.",
 		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar()})
 	cn := sel(mCluster, mNode)
@@ -47,13 +47,13 @@ func ClusterOverview() (dashboard.Dashboard, error) {
 	bd.stat(panel{title: "Allocated", unit: unitCount,
 		description: "Allocatable units some container holds (the kubelet's view).",
 		queries:     []query{{expr: `sum(node:gpu_devices_allocated:count{` + cn + `})`}}})
-	bd.stat(panel{title: "Allocated but idle", unit: unitCount,
+	bd.stat(panel{title: "Allocated but idle", unit: unitCount, thresholds: warningThresholds,
 		description: "Held units whose utilization averaged under 5% over the last 30 minutes (the GPUAllocatedButIdle condition).",
 		queries:     []query{{expr: idleAllocated(cn)}}})
 	bd.stat(panel{title: "Pods waiting for GPUs", unit: unitCount,
 		description: "Pending pods that request nvidia.com/gpu or MIG resources (kube-state-metrics).",
 		queries:     []query{{expr: `count(` + pendingGPUPods(mCluster) + `) or vector(0)`}}})
-	bd.stat(panel{title: "Utilization", unit: unitRatio, decimals: ptr(1),
+	bd.stat(panel{title: "Utilization", unit: unitRatio, decimals: ptr(1), thresholds: utilizationThresholds,
 		description: "Average utilization of every GPU and MIG instance of the cluster, a MIG instance weighted by its share of the GPU. Not filtered by node.",
 		queries:     []query{{expr: `cluster:gpu_utilization_ratio:avg{` + mCluster + `}`, legend: "{{cluster}}"}}})
 	bd.timeseries(panel{title: "Allocatable, allocated and idle GPUs", unit: unitCount, w: 24, steps: true,
@@ -74,45 +74,58 @@ func ClusterOverview() (dashboard.Dashboard, error) {
 			expr:   `gpu:gpu_memory_used_bytes:max{` + sel(cn, `gpu_instance=""`) + `} / gpu:gpu_memory_total_bytes:max{` + sel(cn, `gpu_instance=""`) + `}`,
 			legend: legendGPU,
 		}}}, "0.1")
-	bd.timeseries(panel{title: "Utilization by node", unit: unitRatio, w: 12, min: ptr(0), max: ptr(1),
+	bd.timeseries(panel{title: "Utilization by node", unit: unitRatio, w: 12, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
 		description: "Average utilization of each node's GPUs and MIG instances.",
 		queries:     []query{{expr: `node:gpu_utilization_ratio:avg{` + cn + `}`, legend: legendNode}}})
-	bd.timeseries(panel{title: "Memory used by node", unit: unitBytes, w: 12, min: ptr(0),
-		description: "GPU memory used and installed, per node.",
+	bd.timeseries(panel{title: "Memory used by node", unit: unitRatio, w: 12, min: ptr(0), max: ptr(1), thresholds: memoryThresholds,
+		description: "Share of each node's GPU memory in use. Frameworks that pre-allocate (TensorFlow, JAX, vLLM) hold most of it by design.",
 		queries: []query{
-			{expr: `node:gpu_memory_used_bytes:sum{` + cn + `}`, legend: legendNode + " used"},
-			{expr: `node:gpu_memory_total_bytes:sum{` + cn + `}`, legend: legendNode + " total"},
+			{expr: `node:gpu_memory_used_bytes:sum{` + cn + `} / node:gpu_memory_total_bytes:sum{` + cn + `}`, legend: legendNode},
 		}})
+
+	bd.row("GPU health")
+	bd.gpuHealth(cn)
 
 	bd.row("Temperature and power")
 	bd.table(panel{title: "Hottest GPUs", unit: unitCelsius, w: 8,
-		description: "The ten hottest GPUs now.",
-		queries:     []query{{expr: `topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`}}},
-		[]column{{field: "node"}, {field: "gpu", title: "GPU"}, {field: "model"}, {field: "Value", title: "Temperature"}},
+		description: "The ten hottest GPUs now, with their distance to the temperature at which each slows its clocks (gpu_temperature_slowdown_celsius; blank where the GPU reports none). Node and GPU link to the detail dashboard.",
+		queries: []query{
+			{expr: `topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
+			{expr: `max without (` + o.podLabels() + `) (gpu_temperature_slowdown_celsius{` + cn + `}) - topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
+		}},
+		[]column{{field: "node", link: detailLink("GPUs of this node", "node", "")},
+			{field: "gpu", title: "GPU", link: detailLink("This GPU", "node", "GPU")},
+			{field: "model"},
+			{field: "Value #A", title: "Temperature", thresholds: temperatureThresholds},
+			{field: "Value #B", title: "Headroom to slowdown", thresholds: headroomThresholds}},
 		"Temperature")
-	bd.timeseries(panel{title: "Temperature of the hottest GPUs", unit: unitCelsius,
-		description: "The ten hottest GPUs at each point in time.",
-		queries:     []query{{expr: `topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`, legend: legendGPU}}})
+	bd.timeseries(panel{title: "Temperature headroom of the hottest GPUs", unit: unitCelsius, thresholds: headroomThresholds,
+		description: "Degrees left before each GPU slows its clocks (its slowdown temperature minus its temperature), for the ten GPUs closest to it. GPUTemperatureHigh fires 5 °C before, GPUTemperatureCritical at 0.",
+		queries: []query{{
+			expr:   `bottomk(10, max without (` + o.podLabels() + `) (gpu_temperature_slowdown_celsius{` + cn + `} - gpu_temperature_celsius{` + cn + `}))`,
+			legend: legendGPU,
+		}}})
 	bd.timeseries(panel{title: "Power by node", unit: unitWatts, min: ptr(0),
 		description: "Board power of each node's GPUs.",
 		queries:     []query{{expr: `node:gpu_power_watts:sum{` + cn + `}`, legend: legendNode}}})
+	bd.timeseries(panel{title: "Throttled GPUs by reason", unit: unitCount, steps: true, w: 24,
+		description: "GPUs whose clocks a thermal or power reason lowers.",
+		queries: []query{{
+			expr:   `count by (reason) (max without (` + o.podLabels() + `) (gpu_clock_event_active{` + sel(cn, `reason=~"sw_thermal|hw_thermal|hw_slowdown|sw_power_cap|hw_power_brake"`) + `}) == 1)`,
+			legend: "{{reason}}",
+		}}})
 
-	bd.row("Errors")
-	bd.stat(panel{title: "GPUs with memory errors", unit: unitCount,
-		description: "GPUs with uncorrectable ECC errors since the driver loaded, or a failed row remapping.",
-		queries: []query{{expr: `count(
-  max by (cluster, node, uuid) (gpu_ecc_double_bit_volatile_errors_total{` + cn + `}) > 0
-  or
-  max by (cluster, node, uuid) (gpu_row_remap_failure{` + cn + `}) > 0
-) or vector(0)`}}})
-	bd.stat(panel{title: "Critical GPU alerts", unit: unitCount,
+	bd.collapsedRow("Errors and alerts")
+	bd.stat(panel{title: "Critical GPU alerts", unit: unitCount, w: 8, thresholds: problemThresholds,
 		description: "GPU alerts of severity critical firing now.",
 		queries:     []query{{expr: `count(ALERTS{` + sel(`alertstate="firing"`, `alertname=~"GPU.*"`, `severity="critical"`, cn) + `}) or vector(0)`}}})
 	bd.table(panel{title: "Firing GPU alerts", unit: unitCount, w: 16, h: 8,
-		description: "GPU alerts firing now, from the ALERTS series of the Prometheus that evaluates the rules.",
+		description: "GPU alerts firing now, from the ALERTS series of the Prometheus that evaluates the rules. Node and GPU link to the detail dashboard.",
 		queries:     []query{{expr: `ALERTS{` + sel(`alertstate="firing"`, `alertname=~"GPU.*"`, cn) + `}`}}},
-		[]column{{field: "alertname", title: "alert"}, {field: "severity"}, {field: "node"}, {field: "gpu", title: "GPU"},
-			{field: "xid", title: "XID"}, {field: "reason"}, {field: "namespace"}, {field: "pod"}},
+		[]column{{field: "alertname", title: "alert"}, {field: "severity"},
+			{field: "node", link: detailLink("GPUs of this node", "node", "")},
+			{field: "gpu", title: "GPU", link: detailLink("This GPU", "node", "GPU")},
+			{field: "xid", title: "XID"}, {field: "reason"}, {field: o.ns(), title: "namespace"}, {field: "pod"}},
 		"")
 	bd.timeseries(panel{title: "XID errors", unit: unitCount, steps: true,
 		description: "XID errors the exporter counted since it started, by GPU and code.",
@@ -123,11 +136,8 @@ func ClusterOverview() (dashboard.Dashboard, error) {
 			expr:   `max by (cluster, node, gpu) (rate(gpu_ecc_single_bit_volatile_errors_total{` + cn + `}[$__rate_interval]))`,
 			legend: legendGPU,
 		}}})
-	bd.timeseries(panel{title: "Throttled GPUs by reason", unit: unitCount, steps: true,
-		description: "GPUs whose clocks a thermal or power reason lowers.",
-		queries: []query{{
-			expr:   `count by (reason) (max without (namespace, pod, container) (gpu_clock_event_active{` + sel(cn, `reason=~"sw_thermal|hw_thermal|hw_slowdown|sw_power_cap|hw_power_brake"`) + `}) == 1)`,
-			legend: "{{reason}}",
-		}}})
+
+	bd.collapsedRow("Exporters")
+	bd.exporterHealth(cn)
 	return bd.build()
 }

@@ -27,8 +27,6 @@ const (
 	legendGPU         = "{{node}} GPU {{gpu}}"
 	legendMIGInstance = "{{node}} GPU {{gpu}} GI {{gpu_instance}} ({{mig_profile}})"
 	legendNode        = "{{node}}"
-	legendNamespace   = "{{namespace}}"
-	legendPod         = "{{namespace}}/{{pod}} on {{node}}"
 )
 
 // Units (Grafana unit ids) used here.
@@ -68,6 +66,49 @@ type panel struct {
 	decimals    *float64
 	// steps draws values as steps (states, codes, counts).
 	steps bool
+	// thresholds colour the values (stat, table) or draw dashed lines
+	// (time series). A stat without thresholds is not coloured: Grafana's
+	// default thresholds (red from 80) would colour a count of GPUs red.
+	thresholds thresholds
+}
+
+// step is one threshold: from value on, values take color.
+type step struct {
+	value float64
+	color string
+}
+
+// thresholds are the steps of a panel or column; the first is the base
+// colour (its value is ignored), the others start at their value.
+type thresholds []step
+
+func (t thresholds) config() cog.Builder[dashboard.ThresholdsConfig] {
+	steps := make([]dashboard.Threshold, 0, len(t))
+	for i, s := range t {
+		th := dashboard.Threshold{Color: s.color}
+		if i > 0 {
+			th.Value = cog.ToPtr(s.value)
+		}
+		steps = append(steps, th)
+	}
+	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(steps)
+}
+
+// value returns the thresholds as a field-config override value.
+func (t thresholds) value() map[string]any {
+	steps := make([]map[string]any, 0, len(t))
+	for i, s := range t {
+		m := map[string]any{"color": s.color, "value": nil}
+		if i > 0 {
+			m["value"] = s.value
+		}
+		steps = append(steps, m)
+	}
+	return map[string]any{"mode": "absolute", "steps": steps}
+}
+
+func thresholdColors() cog.Builder[dashboard.FieldColor] {
+	return dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdThresholds)
 }
 
 // column is one column of a table panel.
@@ -79,18 +120,41 @@ type column struct {
 	title string
 	// unit overrides the panel's unit for this column.
 	unit string
+	// thresholds colour the column's cells.
+	thresholds thresholds
+	// link, when set, makes the column's cells links into another
+	// dashboard (a URL from detailLink).
+	link *link
+}
+
+// link is a data link from a table cell into a detail dashboard.
+type link struct {
+	title string
+	url   string
 }
 
 // board assembles one dashboard: it numbers the panels and lays them out
-// left to right in lines of 24 columns.
+// left to right in lines of 24 columns, under rows. A collapsed row holds
+// its panels, which Grafana queries only when the row is opened.
 type board struct {
 	b      *dashboard.DashboardBuilder
+	opts   Options
 	nextID uint32
 	x, y   uint32
 	rowH   uint32
+	top    []cog.Builder[dashboard.Panel]
+	rows   []*boardRow
 }
 
-func newBoard(uid, title, description string, vars []cog.Builder[dashboard.VariableModel]) *board {
+type boardRow struct {
+	title     string
+	id        uint32
+	y         uint32
+	collapsed bool
+	panels    []cog.Builder[dashboard.Panel]
+}
+
+func newBoard(o Options, uid, title, description string, vars []cog.Builder[dashboard.VariableModel]) *board {
 	b := dashboard.NewDashboardBuilder(title).
 		Uid(uid).
 		Description(description).
@@ -107,7 +171,7 @@ func newBoard(uid, title, description string, vars []cog.Builder[dashboard.Varia
 			AsDropdown(true).
 			IncludeVars(true).
 			KeepTime(true))
-	return &board{b: b, nextID: 1}
+	return &board{b: b, opts: o, nextID: 1}
 }
 
 func (bd *board) id() uint32 {
@@ -131,14 +195,52 @@ func (bd *board) place(w, h uint32) dashboard.GridPos {
 }
 
 // row starts a new row of panels under a full-width header.
-func (bd *board) row(title string) {
-	bd.y += bd.rowH
-	pos := dashboard.GridPos{X: 0, Y: bd.y, W: gridWidth, H: 1}
-	bd.b.WithRow(dashboard.NewRowBuilder(title).Id(bd.id()).GridPos(pos))
+func (bd *board) row(title string) { bd.startRow(title, false) }
+
+// collapsedRow starts a row that is closed when the dashboard opens.
+func (bd *board) collapsedRow(title string) { bd.startRow(title, true) }
+
+func (bd *board) startRow(title string, collapsed bool) {
+	if n := len(bd.rows); n > 0 && bd.rows[n-1].collapsed {
+		// A closed row is one grid line high; its panels take their
+		// place below it when it is opened.
+		bd.y = bd.rows[n-1].y + 1
+	} else {
+		bd.y += bd.rowH
+	}
+	bd.rows = append(bd.rows, &boardRow{title: title, id: bd.id(), y: bd.y, collapsed: collapsed})
 	bd.x, bd.y, bd.rowH = 0, bd.y+1, 0
 }
 
+// add puts a panel into the current row.
+func (bd *board) add(p cog.Builder[dashboard.Panel]) {
+	if n := len(bd.rows); n > 0 {
+		bd.rows[n-1].panels = append(bd.rows[n-1].panels, p)
+		return
+	}
+	bd.top = append(bd.top, p)
+}
+
 func (bd *board) build() (dashboard.Dashboard, error) {
+	for _, p := range bd.top {
+		bd.b.WithPanel(p)
+	}
+	for _, r := range bd.rows {
+		rb := dashboard.NewRowBuilder(r.title).Id(r.id).
+			GridPos(dashboard.GridPos{X: 0, Y: r.y, W: gridWidth, H: 1}).
+			Collapsed(r.collapsed)
+		if r.collapsed {
+			for _, p := range r.panels {
+				rb.WithPanel(p)
+			}
+		}
+		bd.b.WithRow(rb)
+		if !r.collapsed {
+			for _, p := range r.panels {
+				bd.b.WithPanel(p)
+			}
+		}
+	}
 	d, err := bd.b.Build()
 	if err != nil {
 		return dashboard.Dashboard{}, fmt.Errorf("building dashboard: %w", err)
@@ -216,7 +318,11 @@ func (bd *board) timeseries(p panel) {
 	if p.decimals != nil {
 		b.Decimals(*p.decimals)
 	}
-	bd.b.WithPanel(b)
+	if p.thresholds != nil {
+		b.Thresholds(p.thresholds.config()).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed))
+	}
+	bd.add(b)
 }
 
 // stat adds a single-value panel showing the last value of instant queries.
@@ -231,7 +337,7 @@ func (bd *board) stat(p panel) {
 		Targets(targets(p.queries, true, false)).
 		Unit(p.unit).
 		GraphMode(common.BigValueGraphModeNone).
-		ColorMode(common.BigValueColorModeValue).
+		ColorMode(common.BigValueColorModeNone).
 		Orientation(common.VizOrientationAuto).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().
 			Values(false).
@@ -245,7 +351,12 @@ func (bd *board) stat(p panel) {
 	if p.max != nil {
 		b.Max(*p.max)
 	}
-	bd.b.WithPanel(b)
+	if p.thresholds != nil {
+		b.ColorMode(common.BigValueColorModeValue).
+			ColorScheme(thresholdColors()).
+			Thresholds(p.thresholds.config())
+	}
+	bd.add(b)
 }
 
 // heatmap adds a heatmap of the distribution of many series' values over
@@ -276,7 +387,7 @@ func (bd *board) heatmap(p panel, yBucket string) {
 			Mode(common.TooltipDisplayModeSingle).
 			YHistogram(true)).
 		ShowLegend()
-	bd.b.WithPanel(b)
+	bd.add(b)
 }
 
 // table adds a table of instant queries, one row per series; several
@@ -297,6 +408,9 @@ func (bd *board) table(p panel, cols []column, sortBy string) {
 	if p.decimals != nil {
 		b.Decimals(*p.decimals)
 	}
+	if p.thresholds != nil {
+		b.ColorScheme(thresholdColors()).Thresholds(p.thresholds.config())
+	}
 	if len(p.queries) > 1 {
 		b.WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}})
 	}
@@ -307,12 +421,25 @@ func (bd *board) table(p panel, cols []column, sortBy string) {
 		names = append(names, c.field)
 		index[c.field] = i
 		title := c.field
-		if c.title != "" {
+		if c.title != "" && c.title != c.field {
 			title = c.title
 			rename[c.field] = c.title
 		}
+		var props []dashboard.DynamicConfigValue
 		if c.unit != "" {
-			b.OverrideByName(title, []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}})
+			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
+		}
+		if c.thresholds != nil {
+			props = append(props,
+				dashboard.DynamicConfigValue{Id: "thresholds", Value: c.thresholds.value()},
+				dashboard.DynamicConfigValue{Id: "color", Value: map[string]any{"mode": "thresholds"}},
+				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-text"}})
+		}
+		if c.link != nil {
+			props = append(props, dashboard.DynamicConfigValue{Id: "links", Value: []map[string]any{{"title": c.link.title, "url": c.link.url}}})
+		}
+		if len(props) > 0 {
+			b.OverrideByName(title, props)
 		}
 	}
 	b.WithTransformation(dashboard.DataTransformerConfig{
@@ -332,7 +459,7 @@ func (bd *board) table(p panel, cols []column, sortBy string) {
 			common.NewTableSortByFieldStateBuilder().DisplayName(sortBy).Desc(true),
 		})
 	}
-	bd.b.WithPanel(b)
+	bd.add(b)
 }
 
 func ptr(f float64) *float64 { return &f }

@@ -11,12 +11,22 @@ import (
 // "All", whose value is ".*": it also matches series without the label, so
 // the dashboards work where Prometheus adds no `cluster` label.
 const (
-	mCluster   = `cluster=~"$cluster"`
-	mNode      = `node=~"$node"`
-	mGPU       = `gpu=~"$gpu"`
-	mNamespace = `namespace=~"$namespace"`
-	mPod       = `pod=~"$pod"`
+	mCluster = `cluster=~"$cluster"`
+	mNode    = `node=~"$node"`
+	mGPU     = `gpu=~"$gpu"`
+	mPod     = `pod=~"$pod"`
+	// mKSMNamespace selects kube-state-metrics series, whose namespace
+	// label prometheus-operator's namespace enforcement does not concern
+	// here (see Options.NamespaceLabel).
+	mKSMNamespace = `namespace=~"$namespace"`
 )
+
+// mNamespace selects GPU series by the namespace of their holder.
+func (o Options) mNamespace() string { return o.ns() + `=~"$namespace"` }
+
+// podLabels are the attribution labels a GPU's per-holder copies differ
+// by; `max without (...)` over them draws one line per GPU.
+func (o Options) podLabels() string { return o.ns() + ", pod, container" }
 
 // sel joins label matchers into the inside of a selector's braces; empty
 // ones are left out.
@@ -61,10 +71,19 @@ func gpuVar() cog.Builder[dashboard.VariableModel] {
 	return queryVar("gpu", "GPU", `label_values(gpu_info{`+sel(mCluster, mNode)+`}, gpu)`)
 }
 
-func namespaceVar() cog.Builder[dashboard.VariableModel] {
-	return queryVar("namespace", "Namespace", `label_values(gpu_pod_allocation_info{`+sel(mCluster, mNode)+`}, namespace)`)
+// singleNodeVar selects one node, the first, when the dashboard opens: a
+// detail dashboard over every node of a large fleet runs its heaviest
+// queries over every GPU.
+func singleNodeVar() cog.Builder[dashboard.VariableModel] {
+	return queryVar("node", "Node", `label_values(gpu_info{`+mCluster+`}, node)`).
+		Multi(false).
+		IncludeAll(false)
 }
 
-func podVar() cog.Builder[dashboard.VariableModel] {
-	return queryVar("pod", "Pod", `label_values(gpu_pod_allocation_info{`+sel(mCluster, mNode, mNamespace)+`}, pod)`)
+func namespaceVar(o Options) cog.Builder[dashboard.VariableModel] {
+	return queryVar("namespace", "Namespace", `label_values(gpu_pod_allocation_info{`+sel(mCluster, mNode)+`}, `+o.ns()+`)`)
+}
+
+func podVar(o Options) cog.Builder[dashboard.VariableModel] {
+	return queryVar("pod", "Pod", `label_values(gpu_pod_allocation_info{`+sel(mCluster, mNode, o.mNamespace())+`}, pod)`)
 }

@@ -16,12 +16,15 @@ func gpuHours(series string) string {
 // utilization, memory and power, idle-but-allocated GPUs and a waste
 // table. Shared GPUs are split between their holders and MIG instances
 // count as their share of a GPU (see rules/recording.yaml).
-func Workloads() (dashboard.Dashboard, error) {
-	bd := newBoard(WorkloadsUID, "GPU / Namespace and workload usage",
+func Workloads(o Options) (dashboard.Dashboard, error) {
+	bd := newBoard(o, WorkloadsUID, "GPU / Namespace and workload usage",
 		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs.",
-		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(), podVar()})
-	ns := sel(mCluster, mNamespace)
-	pods := sel(mCluster, mNode, mNamespace, mPod)
+		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o)})
+	ns := sel(mCluster, o.mNamespace())
+	pods := sel(mCluster, mNode, o.mNamespace(), mPod)
+	nsLabel := o.ns()
+	legendNamespace := "{{" + nsLabel + "}}"
+	legendPod := "{{" + nsLabel + "}}/{{pod}} on {{node}}"
 
 	bd.row("Namespaces")
 	bd.stat(panel{title: "GPUs allocated", unit: unitGPUs, decimals: ptr(1), w: 6,
@@ -33,7 +36,7 @@ func Workloads() (dashboard.Dashboard, error) {
 	bd.stat(panel{title: "GPU-hours unused", unit: unitGPUHours, decimals: ptr(1), w: 6,
 		description: "GPU-hours held but not used over the time range: allocated x (1 - utilization).",
 		queries:     []query{{expr: `sum(` + gpuHours(`namespace:gpu_allocated_unused:sum{`+ns+`}`) + `)`}}})
-	bd.stat(panel{title: "Utilization of allocated GPUs", unit: unitRatio, decimals: ptr(1), w: 6,
+	bd.stat(panel{title: "Utilization of allocated GPUs", unit: unitRatio, decimals: ptr(1), w: 6, thresholds: utilizationThresholds,
 		description: "Average utilization of what the selected namespaces hold, weighted by what each holds.",
 		queries: []query{{expr: `sum(namespace:gpu_utilization_ratio:avg{` + ns + `} * namespace:gpu_allocated:sum{` + ns + `})
 /
@@ -41,7 +44,7 @@ sum(namespace:gpu_allocated:sum{` + ns + `} and namespace:gpu_utilization_ratio:
 	bd.timeseries(panel{title: "GPUs allocated by namespace", unit: unitGPUs, w: 12, steps: true, min: ptr(0),
 		description: "GPU equivalents held per namespace.",
 		queries:     []query{{expr: `namespace:gpu_allocated:sum{` + ns + `}`, legend: legendNamespace}}})
-	bd.timeseries(panel{title: "GPU utilization by namespace", unit: unitRatio, w: 12, min: ptr(0), max: ptr(1),
+	bd.timeseries(panel{title: "GPU utilization by namespace", unit: unitRatio, w: 12, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
 		description: "Utilization of what each namespace holds.",
 		queries:     []query{{expr: `namespace:gpu_utilization_ratio:avg{` + ns + `}`, legend: legendNamespace}}})
 	bd.timeseries(panel{title: "GPU memory used by namespace", unit: unitBytes, w: 12, min: ptr(0),
@@ -53,15 +56,15 @@ sum(namespace:gpu_allocated:sum{` + ns + `} and namespace:gpu_utilization_ratio:
 	bd.table(panel{title: "Usage by namespace", unit: unitGPUHours, w: 24, decimals: ptr(2),
 		description: "Over the dashboard's time range: GPU-hours held and unused, average utilization and memory.",
 		queries: []query{
-			{expr: `sum by (namespace) (` + gpuHours(`namespace:gpu_allocated:sum{`+ns+`}`) + `)`},
-			{expr: `sum by (namespace) (` + gpuHours(`namespace:gpu_allocated_unused:sum{`+ns+`}`) + `)`},
-			{expr: `avg by (namespace) (avg_over_time(namespace:gpu_utilization_ratio:avg{` + ns + `}[$__range]))`},
-			{expr: `sum by (namespace) (avg_over_time(namespace:gpu_memory_used_bytes:sum{` + ns + `}[$__range]))`},
+			{expr: `sum by (` + nsLabel + `) (` + gpuHours(`namespace:gpu_allocated:sum{`+ns+`}`) + `)`},
+			{expr: `sum by (` + nsLabel + `) (` + gpuHours(`namespace:gpu_allocated_unused:sum{`+ns+`}`) + `)`},
+			{expr: `avg by (` + nsLabel + `) (avg_over_time(namespace:gpu_utilization_ratio:avg{` + ns + `}[$__range]))`},
+			{expr: `sum by (` + nsLabel + `) (avg_over_time(namespace:gpu_memory_used_bytes:sum{` + ns + `}[$__range]))`},
 		}},
-		[]column{{field: "namespace"},
+		[]column{{field: nsLabel, title: "namespace"},
 			{field: "Value #A", title: "GPU-hours allocated"},
 			{field: "Value #B", title: "GPU-hours unused"},
-			{field: "Value #C", title: "utilization", unit: unitRatio},
+			{field: "Value #C", title: "utilization", unit: unitRatio, thresholds: utilizationThresholds},
 			{field: "Value #D", title: "memory used", unit: unitBytes}},
 		"GPU-hours unused")
 
@@ -69,41 +72,44 @@ sum(namespace:gpu_allocated:sum{` + ns + `} and namespace:gpu_utilization_ratio:
 	bd.timeseries(panel{title: "GPUs allocated by pod", unit: unitGPUs, steps: true, min: ptr(0),
 		description: "GPU equivalents held per pod.",
 		queries:     []query{{expr: `namespace_pod:gpu_allocated:sum{` + pods + `}`, legend: legendPod}}})
-	bd.timeseries(panel{title: "GPU utilization by pod", unit: unitRatio, min: ptr(0), max: ptr(1),
+	bd.timeseries(panel{title: "GPU utilization by pod", unit: unitRatio, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
 		description: "Utilization of what each pod holds.",
 		queries:     []query{{expr: `namespace_pod:gpu_utilization_ratio:avg{` + pods + `}`, legend: legendPod}}})
 	bd.timeseries(panel{title: "GPU memory used by pod", unit: unitBytes, min: ptr(0),
 		description: "GPU memory used per pod; a shared GPU's memory is split evenly between its holders.",
 		queries:     []query{{expr: `namespace_pod:gpu_memory_used_bytes:sum{` + pods + `}`, legend: legendPod}}})
-	bd.timeseries(panel{title: "Utilization of each GPU a pod holds", unit: unitRatio, w: 24, min: ptr(0), max: ptr(1),
+	bd.timeseries(panel{title: "Utilization of each GPU a pod holds", unit: unitRatio, w: 24, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
 		description: "Per held GPU (graphics-engine activity for MIG instances). On a shared GPU every holder sees the whole GPU's utilization.",
 		queries: []query{
-			{expr: `gpu_utilization_ratio{` + sel(pods, `pod!=""`) + `}`, legend: "{{namespace}}/{{pod}} " + legendGPU},
-			{expr: `gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_instance!=""`) + `}`, legend: "{{namespace}}/{{pod}} " + legendMIGInstance},
+			{expr: `gpu_utilization_ratio{` + sel(pods, `pod!=""`) + `}`, legend: legendNamespace + "/{{pod}} " + legendGPU},
+			{expr: `gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_instance!=""`) + `}`, legend: legendNamespace + "/{{pod}} " + legendMIGInstance},
 		}})
 	bd.table(panel{title: "Allocated but idle", unit: unitRatio, w: 12, h: 9,
 		description: "GPUs and MIG instances held by a pod whose utilization averaged under 5% over the dashboard's time range.",
 		queries: []query{{expr: `avg_over_time(gpu_utilization_ratio{` + sel(pods, `pod!=""`) + `}[$__range]) < 0.05
 or
 avg_over_time(gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_instance!=""`) + `}[$__range]) < 0.05`}}},
-		[]column{{field: "namespace"}, {field: "pod"}, {field: "container"}, {field: "node"}, {field: "gpu", title: "GPU"},
-			{field: "gpu_instance", title: "MIG instance"}, {field: "Value", title: "utilization"}},
+		[]column{{field: nsLabel, title: "namespace"}, {field: "pod"}, {field: "container"},
+			{field: "node", link: detailLink("GPUs of this node", "node", "")},
+			{field: "gpu", title: "GPU", link: detailLink("This GPU", "node", "GPU")},
+			{field: "gpu_instance", title: "MIG instance"}, {field: "Value", title: "utilization", thresholds: utilizationThresholds}},
 		"")
 	bd.table(panel{title: "Waste by pod", unit: unitGPUHours, w: 12, h: 9, decimals: ptr(2),
 		description: "Over the dashboard's time range, per pod: GPU-hours held, GPU-hours held but unused, average utilization.",
 		queries: []query{
-			{expr: `sum by (node, namespace, pod) (` + gpuHours(`namespace_pod:gpu_allocated:sum{`+pods+`}`) + `)`},
-			{expr: `sum by (node, namespace, pod) (` + gpuHours(`namespace_pod:gpu_allocated_unused:sum{`+pods+`}`) + `)`},
-			{expr: `avg by (node, namespace, pod) (avg_over_time(namespace_pod:gpu_utilization_ratio:avg{` + pods + `}[$__range]))`},
+			{expr: `sum by (node, ` + nsLabel + `, pod) (` + gpuHours(`namespace_pod:gpu_allocated:sum{`+pods+`}`) + `)`},
+			{expr: `sum by (node, ` + nsLabel + `, pod) (` + gpuHours(`namespace_pod:gpu_allocated_unused:sum{`+pods+`}`) + `)`},
+			{expr: `avg by (node, ` + nsLabel + `, pod) (avg_over_time(namespace_pod:gpu_utilization_ratio:avg{` + pods + `}[$__range]))`},
 		}},
-		[]column{{field: "namespace"}, {field: "pod"}, {field: "node"},
+		[]column{{field: nsLabel, title: "namespace"}, {field: "pod"},
+			{field: "node", link: detailLink("GPUs of this node", "node", "")},
 			{field: "Value #A", title: "GPU-hours allocated"},
 			{field: "Value #B", title: "GPU-hours unused"},
-			{field: "Value #C", title: "utilization", unit: unitRatio}},
+			{field: "Value #C", title: "utilization", unit: unitRatio, thresholds: utilizationThresholds}},
 		"GPU-hours unused")
 	bd.table(panel{title: "Pods waiting for GPUs", unit: unitGPUs, w: 24, h: 6,
 		description: "Pending pods that request nvidia.com/gpu or MIG resources, with the number requested (kube-state-metrics).",
-		queries:     []query{{expr: pendingGPUPods(sel(mCluster, mNamespace))}}},
+		queries:     []query{{expr: pendingGPUPods(sel(mCluster, mKSMNamespace))}}},
 		[]column{{field: "namespace"}, {field: "pod"}, {field: "Value", title: "GPUs requested"}},
 		"")
 	return bd.build()

@@ -25,12 +25,25 @@ func main() {
 }
 
 func run(dir string) error {
+	for _, label := range dashboards.NamespaceLabels {
+		o := dashboards.Options{NamespaceLabel: label}
+		if err := os.MkdirAll(filepath.Join(dir, o.Dir()), 0o755); err != nil { //nolint:gosec // G301: committed source directory
+			return fmt.Errorf("creating %s: %w", filepath.Join(dir, o.Dir()), err)
+		}
+		if err := write(dir, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func write(dir string, o dashboards.Options) error {
 	for _, b := range dashboards.All() {
-		data, err := dashboards.Render(b)
+		data, err := dashboards.Render(b, o)
 		if err != nil {
 			return err
 		}
-		path := filepath.Join(dir, b.File)
+		path := filepath.Join(dir, o.Dir(), b.File)
 		if err := os.WriteFile(path, data, 0o644); err != nil { //nolint:gosec // G306: committed, world-readable dashboard JSON
 			return fmt.Errorf("writing %s: %w", path, err)
 		}

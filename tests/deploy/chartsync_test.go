@@ -25,6 +25,7 @@ func TestChartCopiesMatchSources(t *testing.T) {
 	}{
 		{"rules", "*.yaml", "files/rules", ruleFile.Match},
 		{"dashboards", "*.json", "files/dashboards", func([]byte) bool { return true }},
+		{"dashboards/exported_namespace", "*.json", "files/dashboards/exported_namespace", func([]byte) bool { return true }},
 	}
 	for _, s := range sets {
 		t.Run(s.src, func(t *testing.T) {
