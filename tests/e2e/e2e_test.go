@@ -20,7 +20,7 @@ var testNodes = []node{
 	{name: "gpu-node-demo", scenario: "demo"},      // hot GPU 4, idle GPU 5, XID 79 on GPU 7 at 1m
 	{name: "gpu-node-mig", scenario: "mig"},        // MIG instances, one held and idle
 	{name: "gpu-node-ts", scenario: "timeslicing"}, // GPUs shared by several pods
-	{name: "gpu-node-faults", scenario: "faults"},  // XID 48 and a double-bit ECC error at 1m
+	{name: "gpu-node-faults", scenario: "faults"},  // PCIe health warning at 10s, GPU 4 lost at 25s; XID 48, double-bit ECC, memory health failure and GPU reset at 1m
 	autoscalingNode, // constant values for the autoscaling queries
 }
 
@@ -171,6 +171,13 @@ func testAlerts(t *testing.T, s *stack) {
 		{"alertname": "GPUAllocatedButIdle", "severity": "warning", "node": "gpu-node-mig", "gpu": "1",
 			"gpu_instance": "3", "namespace": "ml", "pod": "dev-0"},
 		{"alertname": "GPUPodPending", "severity": "warning", "namespace": "research", "pod": "sweep-7"},
+		// Health: the faults scenario loses GPU 4 at 25s, GPU 3's PCIe
+		// health watch warns from 10s, and at 1m GPU 1's memory watch fails
+		// and the driver asks for a GPU reset.
+		{"alertname": "GPULost", "severity": "critical", "node": "gpu-node-faults", "gpu": "4"},
+		{"alertname": "GPUHealthWarning", "severity": "warning", "node": "gpu-node-faults", "gpu": "3", "subsystem": "pcie"},
+		{"alertname": "GPUHealthFailure", "severity": "critical", "node": "gpu-node-faults", "gpu": "1", "subsystem": "memory"},
+		{"alertname": "GPURecoveryActionRequired", "severity": "critical", "node": "gpu-node-faults", "gpu": "1", "action": "gpu_reset"},
 	}
 	// The scenarios' faults come at 1m; allow for collection, scrape,
 	// evaluation and notification delays after that.
@@ -211,6 +218,12 @@ func testAlerts(t *testing.T, s *stack) {
 			t.Errorf("temperature alert for a GPU that is not hot: %v", l)
 		case l["alertname"] == "GPUXidErrorCritical" && l["xid"] != "79" && l["xid"] != "48":
 			t.Errorf("critical XID alert for an XID no scenario raised: %v", l)
+		case l["alertname"] == "GPULost" && (l["node"] != "gpu-node-faults" || l["gpu"] != "4"):
+			t.Errorf("lost-GPU alert for a GPU that is present: %v", l)
+		case (l["alertname"] == "GPUHealthWarning" || l["alertname"] == "GPUHealthFailure") && l["node"] != "gpu-node-faults":
+			t.Errorf("health alert on a node whose health watches pass: %v", l)
+		case l["alertname"] == "GPURecoveryActionRequired" && (l["node"] != "gpu-node-faults" || l["gpu"] != "1"):
+			t.Errorf("recovery-action alert for a GPU that needs none: %v", l)
 		}
 	}
 }

@@ -234,7 +234,11 @@ func startStack(t *testing.T, nodes []node) *stack {
 	writeRules(t, dir)
 	remoteWrite := startReceiver(t, s, dir, promBin)
 	promAddr := freeAddr(t)
-	writeFile(t, filepath.Join(dir, "prometheus.yml"), []byte(prometheusConfig(s.nodes, s.ksmAddress, amAddr)+remoteWrite))
+	promConfig, err := prometheusConfig(s.nodes, s.ksmAddress, amAddr, renderChartScrape(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "prometheus.yml"), []byte(promConfig+remoteWrite))
 	promProc := startProcess(t, s, "prometheus", dir, promBin,
 		"--config.file=prometheus.yml",
 		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"),
@@ -281,12 +285,17 @@ receivers:
 }
 
 // prometheusConfig scrapes the exporters the way the chart's ServiceMonitor
-// does: honor_labels, `node` from the pod's node name, and the target's own
-// namespace/pod/container dropped. The static labels stand for what
-// Kubernetes service discovery attaches to the exporter's pod.
-func prometheusConfig(nodes []node, ksm, am string) string {
+// does (its job, honorLabels and relabelings, read from the rendered chart:
+// `node` from the pod's node name, the target's own namespace/pod/container
+// dropped). The static labels stand for what Kubernetes service discovery
+// attaches to the exporter's pod.
+func prometheusConfig(nodes []node, ksm, am string, chart chartScrape) (string, error) {
+	relabel, err := chart.relabelYAML()
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
-	b.WriteString(`global:
+	fmt.Fprintf(&b, `global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
@@ -298,12 +307,12 @@ rule_files:
 alerting:
   alertmanagers:
     - static_configs:
-        - targets: ['` + am + `']
+        - targets: ['%s']
 scrape_configs:
-  - job_name: gpu-exporter
-    honor_labels: true
+  - job_name: %s
+    honor_labels: %t
     static_configs:
-`)
+`, am, chart.job, chart.honorLabels)
 	for i, n := range nodes {
 		fmt.Fprintf(&b, `      - targets: ['%s']
         labels:
@@ -313,17 +322,13 @@ scrape_configs:
           container: gpu-exporter
 `, n.addr, n.name, i)
 	}
-	b.WriteString(`    relabel_configs:
-      - source_labels: [__meta_kubernetes_pod_node_name]
-        target_label: node
-      - action: labeldrop
-        regex: namespace|pod|container
-  - job_name: kube-state-metrics
+	b.WriteString("    relabel_configs:\n" + relabel)
+	b.WriteString(`  - job_name: kube-state-metrics
     honor_labels: true
     static_configs:
       - targets: ['` + ksm + `']
 `)
-	return b.String()
+	return b.String(), nil
 }
 
 // writeRules writes the shipped recording rules, and the shipped alerts
