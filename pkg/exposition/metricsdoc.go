@@ -14,6 +14,8 @@ import (
 // namings, the label fields, the families the renderer adds and the labels
 // of each naming. The file is generated; a test keeps it current.
 func WriteMetricsDoc(w io.Writer, cat *fields.Catalog) error {
+	fams := declaredFamilies()
+	infoName := fams[famGPUInfo].Name
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format+"\n", args...) }
 	p("# Metrics")
@@ -119,25 +121,49 @@ func WriteMetricsDoc(w io.Writer, cat *fields.Catalog) error {
 	p("")
 	p("| Name | Type | Labels | Help |")
 	p("|---|---|---|---|")
-	p("| `%s` | gauge | `gpu`, `uuid`, `device`, `model`, `pci_bus_id`, `driver_version` | %s |", infoName, cell(infoHelp))
-	p("| `%s` | gauge | `gpu`, `uuid`, `gpu_instance`, `mig_profile`, `mig_uuid` | %s |", migInfoName, cell(migInfoHelp))
-	p("| `%s` | gauge | entity labels, `namespace`, `pod`, `container`, `shared` | %s |", allocationName, cell(allocationHelp))
-	p("| `%s` | counter | GPU labels, `xid` | %s |", xidName, cell(xidHelp))
+	for _, f := range fams {
+		if f.Naming == NamingPrometheus {
+			p("| `%s` | %s | %s | %s |", f.Name, f.Type, labelsCell(f.Labels), cell(f.Help))
+		}
+	}
 	p("")
-	p("Dcgm naming, when the counters file lists them (as dcgm-exporter's does, commented out):")
+	p("Dcgm naming, when the counters file lists them (as dcgm-exporter's does, commented out);")
+	p("the counters file's row gives the type and HELP (dcgm-exporter's file says gauge):")
 	p("")
-	p("| Name | Labels | Meaning |")
-	p("|---|---|---|")
-	p("| `%s` | GPU labels, `%s`, `%s` | Per GPU and XID code, the XID errors during the last `--naming.xid-count-window` (dcgm-exporter's `-x`, default 5m). A GPU without any has one zero series without `%s`. |",
-		fields.XIDErrorsCountName, windowSizeLabel, WindowXID, WindowXID)
-	p("| `%s` | GPU labels, `%s`, `%s` | Per GPU and reason, the collections during the last `--naming.clock-events-count-window` (default 5m) that saw the reason active. A GPU without any sample has one zero series without `%s`; one whose samples show no reason has none. |",
-		fields.ClockEventsCountName, WindowClockEvent, windowSizeLabel, WindowClockEvent)
+	p("| Name | Type | Labels | Meaning |")
+	p("|---|---|---|---|")
+	for _, f := range fams {
+		if f.Naming == NamingDCGM {
+			p("| `%s` | %s | %s | %s |", f.Name, f.Type, labelsCell(f.Labels), cell(f.Help))
+		}
+	}
+	p("")
+	p("*Entity labels* are those of the series' GPU, MIG instance, NVLink or NVSwitch in the")
+	p("naming (see [Labels](#labels)); *holder labels* those of the container holding it, when one")
+	p("does: `namespace`, `pod`, `container` and, with the pod informer, `pod_uid` and allowlisted")
+	p("`label_*` pod labels.")
 	p("")
 	p("In dcgm naming `DCGM_FI_DEV_XID_ERRORS` also carries `err_code` (the code) and `err_msg`")
 	p("(the name NVIDIA's XID catalog gives it, `Unknown Error` past it).")
 	p("")
 	p("The exporter's own `gpu_exporter_*` metrics are the same in both namings.")
 	return bw.Flush()
+}
+
+// labelsCell lists label names, naming the groups of Family.Labels.
+func labelsCell(labels []string) string {
+	out := make([]string, 0, len(labels))
+	for _, l := range labels {
+		switch l {
+		case EntityLabels:
+			out = append(out, "entity labels")
+		case HolderLabels:
+			out = append(out, "holder labels")
+		default:
+			out = append(out, "`"+l+"`")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func orDash(s string) string {

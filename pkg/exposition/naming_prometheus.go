@@ -128,8 +128,8 @@ func (*prometheusScheme) render(p *page, in Input) {
 // every MIG instance of the inventory, once each whatever the holders.
 func (p *page) renderInfo(in Input) {
 	inv := in.Sample.Inventory
-	gpu := family{name: infoName, help: infoHelp, typ: fields.Gauge}
-	mig := family{name: migInfoName, help: migInfoHelp, typ: fields.Gauge}
+	gpu := p.family(famGPUInfo)
+	mig := p.family(famMIGInfo)
 	var b []byte
 	for i := range inv.Entities {
 		e := &inv.Entities[i]
@@ -162,7 +162,7 @@ func (p *page) renderInfo(in Input) {
 
 // renderAllocations writes gpu_pod_allocation_info for every held target.
 func (p *page) renderAllocations(in Input) {
-	fam := family{name: allocationName, help: allocationHelp, typ: fields.Gauge}
+	fam := p.family(famAllocation)
 	for i, t := range in.Targets {
 		if t.Holder == nil {
 			continue
@@ -180,8 +180,8 @@ func (p *page) renderXIDs(in Input) {
 	if len(in.XIDs) == 0 {
 		return
 	}
-	count := family{name: xidName, help: xidHelp, typ: fields.Counter}
-	last := family{name: xidLastSeenName, help: xidLastSeenHelp, typ: fields.Gauge}
+	count := p.family(famXIDErrors)
+	last := p.family(famXIDLastSeen)
 	labels := make([][]byte, len(in.XIDs))
 	for i, x := range in.XIDs {
 		labels[i] = entityLabels(nil, &in.Sample.Inventory.Entities[x.Entity], nil)
@@ -195,14 +195,14 @@ func (p *page) renderXIDs(in Input) {
 // renderHealth writes gpu_lost for GPUs that left the inventory and
 // gpu_health_status for each incident of the source's health watches.
 func (p *page) renderHealth(in Input) {
-	lost := family{name: lostName, help: lostHelp, typ: fields.Gauge}
+	lost := p.family(famLost)
 	var b []byte
 	for _, g := range in.Lost {
 		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(g.GPU))
 		b = appendLabel(b, false, "uuid", g.UUID)
 		p.line(&lost, b, "", "", float64(g.Since.UnixNano())/1e9)
 	}
-	health := family{name: healthName, help: healthHelp, typ: fields.Gauge}
+	health := p.family(famHealth)
 	for _, h := range in.Health {
 		if h.Status == source.HealthPass {
 			continue

@@ -176,6 +176,8 @@ type Renderer struct {
 	planExtra  int
 
 	headers map[headerKey]header
+	// families are the declared families besides the catalog's.
+	families [numFamilies]Family
 	// scratch buffers of the page being rendered, kept between renders
 	extra, value []byte
 	zips         sync.Pool // of *gzip.Writer for the pages' lazy gzip members
@@ -207,7 +209,7 @@ type header struct{ text, om []byte }
 
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
-	r := &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}}
+	r := &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies()}
 	r.zips.New = func() any { return gzip.NewWriter(nil) }
 	return r
 }

@@ -267,11 +267,11 @@ func TestHoldersAndAllocations(t *testing.T) {
 			t.Errorf("held GPU lacks its holder: %v", l)
 		}
 	}
-	alloc := fams[allocationName].Metric
+	alloc := fams["gpu_pod_allocation_info"].Metric
 	if len(alloc) != 2 || labelMap(alloc[0])["shared"] != "true" {
 		t.Errorf("allocation info = %v, want 2 shared series", alloc)
 	}
-	if got := len(fams[infoName].Metric); got != 2 {
+	if got := len(fams["gpu_info"].Metric); got != 2 {
 		t.Errorf("gpu_info series = %d, want one per GPU", got)
 	}
 }

@@ -8,25 +8,8 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
-// Families the renderer adds besides the catalog fields.
-const (
-	infoName        = "gpu_info"
-	infoHelp        = "Static facts about a GPU; always 1."
-	migInfoName     = "gpu_mig_instance_info"
-	migInfoHelp     = "Static facts about a MIG GPU instance; always 1."
-	allocationName  = "gpu_pod_allocation_info"
-	allocationHelp  = "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1."
-	xidName         = "gpu_xid_errors_total"
-	lostName        = "gpu_lost_since_timestamp_seconds"
-	lostHelp        = "A GPU that was in the inventory and is gone (fell off the bus, marked lost or inaccessible): Unix time it left. Absent while every GPU is present."
-	healthName      = "gpu_health_status"
-	healthHelp      = "A failing health watch of the GPU's source, by subsystem: 1 warning, 2 failure. Absent while the subsystem passes."
-	xidLastSeenName = "gpu_xid_last_seen_timestamp_seconds"
-	xidLastSeenHelp = "Unix time the driver last reported an XID error of this code for the GPU."
-	xidHelp         = "XID errors reported by the driver since the exporter started, by XID code."
-	// windowSizeLabel carries the window of dcgm-exporter's window counters.
-	windowSizeLabel = "window_size_in_ms"
-)
+// windowSizeLabel carries the window of dcgm-exporter's window counters.
+const windowSizeLabel = "window_size_in_ms"
 
 // page is the state of one Render call.
 type page struct {

@@ -1,0 +1,140 @@
+package exposition
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// familiesInput is a node that makes every family appear: two GPUs, a MIG
+// instance, a held GPU, XID events, a lost GPU and a failing health watch.
+func familiesInput(t *testing.T, set []fields.Field) Input {
+	t.Helper()
+	inv := &source.Inventory{DriverVersion: "550.54.15"}
+	for i := range 2 {
+		inv.Entities = append(inv.Entities, source.Entity{
+			Kind: source.GPU, GPU: i, UUID: "GPU-" + string(rune('a'+i)), Device: "nvidia" + string(rune('0'+i)),
+			Model: "NVIDIA A100", PCIBusID: "00000000:3B:00.0", GPUInstance: -1, ComputeInstance: -1,
+		})
+	}
+	inv.Entities = append(inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 0, UUID: "GPU-a", Device: "nvidia0",
+		Model: "NVIDIA A100", GPUInstance: 1, ComputeInstance: -1, MIGProfile: "3g.40gb", MIGUUID: "MIG-x"})
+	s := source.NewSample(testTime, inv, set)
+	for e := range inv.Entities {
+		for c := range set {
+			s.Set(e, c, source.IntValue(int64(0x44+c)))
+		}
+	}
+	s.XIDs = []source.XIDEvent{{Entity: 1, XID: 79}}
+	holder := &Holder{Namespace: "ml", Pod: "train", Container: "main", PodUID: "uid-1", Labels: []Label{{Name: "label_team", Value: "a"}}}
+	return Input{
+		Sample:  s,
+		Targets: []Target{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2}},
+		Lost:    []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
+		Health:  []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
+	}
+}
+
+// Every family a page holds is either a catalog field or declared in
+// Families, with the declared type and labels, and every declared family
+// of the naming shows up on a page that has all kinds of events.
+func TestRenderedFamiliesAreDeclared(t *testing.T) {
+	t.Parallel()
+	cat := fields.MustNew()
+	window := func(name string) *WindowCounter {
+		return &WindowCounter{Name: name, Help: "h", Type: fields.Gauge, Window: time.Minute}
+	}
+	k := Counters{XIDErrorsCount: window(fields.XIDErrorsCountName), ClockEventsCount: window(fields.ClockEventsCountName)}
+	for _, naming := range []Naming{NamingPrometheus, NamingDCGM} {
+		t.Run(naming.String(), func(t *testing.T) {
+			t.Parallel()
+			r := NewRenderer(Options{Naming: naming, DCGM: DCGMOptions{Hostname: "node-1"}})
+			k := k
+			k.Fields = cat.All()
+			set, extra := r.WatchSet(k)
+			in := familiesInput(t, set)
+			in.Extra = extra
+			r.Derive(&in, k)
+			page := r.Render(in)
+			catalog := map[string]bool{}
+			for _, f := range set {
+				catalog[f.Name], catalog[f.DCGMName] = true, true
+			}
+			declared := map[string]Family{}
+			for _, f := range Families() {
+				if f.Naming == naming {
+					declared[f.Name] = f
+				}
+			}
+			fams := parseText(t, page.Text)
+			for name, mf := range fams {
+				d, ok := declared[name]
+				if !ok {
+					if !catalog[name] {
+						t.Errorf("family %s is rendered but neither declared nor a catalog field", name)
+					}
+					continue
+				}
+				if !d.FromCounters && !strings.EqualFold(mf.GetType().String(), d.Type.String()) {
+					t.Errorf("%s rendered as %s, declared %s", name, mf.GetType(), d.Type)
+				}
+				for _, m := range mf.Metric {
+					checkDeclaredLabels(t, d, naming, labelMap(m))
+				}
+			}
+			for name := range declared {
+				if _, ok := fams[name]; !ok {
+					t.Errorf("declared family %s is not rendered", name)
+				}
+			}
+		})
+	}
+	var doc bytes.Buffer
+	if err := WriteMetricsDoc(&doc, cat); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Families() {
+		if !strings.Contains(doc.String(), "`"+f.Name+"`") {
+			t.Errorf("metrics doc lacks %s", f.Name)
+		}
+	}
+}
+
+// checkDeclaredLabels checks one series' labels against its declaration:
+// every named label is there (unless optional); without groups, nothing else; with groups,
+// in Prometheus naming, only entity and holder labels besides.
+func checkDeclaredLabels(t *testing.T, d Family, naming Naming, got map[string]string) {
+	t.Helper()
+	groups := false
+	for _, l := range d.Labels {
+		switch l {
+		case EntityLabels, HolderLabels:
+			groups = true
+			continue
+		}
+		if _, ok := got[l]; !ok && !slices.Contains(d.Optional, l) {
+			t.Errorf("%s%v lacks declared label %s", d.Name, got, l)
+		}
+	}
+	entity := []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "link", "nvswitch"}
+	holder := []string{"namespace", "pod", "container", "pod_uid"}
+	for l := range got {
+		if slices.Contains(d.Labels, l) {
+			continue
+		}
+		switch {
+		case !groups:
+			t.Errorf("%s carries undeclared label %s", d.Name, l)
+		case naming != NamingPrometheus:
+		case slices.Contains(d.Labels, EntityLabels) && slices.Contains(entity, l):
+		case slices.Contains(d.Labels, HolderLabels) && (slices.Contains(holder, l) || strings.HasPrefix(l, "label_")):
+		default:
+			t.Errorf("%s carries undeclared label %s", d.Name, l)
+		}
+	}
+}
