@@ -34,7 +34,7 @@ type Options struct {
 	// holding a GPU: "namespace" as the exporter writes it, or
 	// "exported_namespace" where the Helm chart renames it on scrape
 	// because prometheus-operator enforces `namespace`
-	// (attribution.namespaceLabel). kube-state-metrics series keep
+	// (monitoring.namespaceLabel). kube-state-metrics series keep
 	// `namespace`.
 	NamespaceLabel string
 }
@@ -44,7 +44,7 @@ const DefaultNamespaceLabel = "namespace"
 
 // NamespaceLabels are the namespace labels the dashboards are committed
 // for: dashboards/*.json for the default, dashboards/<label>/*.json for
-// the others. The chart's attribution.namespaceLabel takes one of them.
+// the others. The chart's monitoring.namespaceLabel takes one of them.
 var NamespaceLabels = []string{DefaultNamespaceLabel, "exported_namespace"}
 
 // Dir is the directory, relative to dashboards/, that holds the

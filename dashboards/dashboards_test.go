@@ -537,7 +537,7 @@ func TestNodeDetailOpensOnOneNode(t *testing.T) {
 var attributionNamespace = regexp.MustCompile(`(^|[^a-zA-Z0-9_:$])namespace([^a-zA-Z0-9_:]|$)`)
 
 // TestNamespaceLabel: rendered for exported_namespace (the chart's
-// attribution.namespaceLabel under prometheus-operator's namespace
+// monitoring.namespaceLabel under prometheus-operator's namespace
 // enforcement), no query, legend or variable of GPU series uses
 // `namespace`; only kube-state-metrics series keep it.
 func TestNamespaceLabel(t *testing.T) {

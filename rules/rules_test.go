@@ -25,6 +25,9 @@ const (
 	chartValues = "../deployment/helm/gpu-exporter/values.yaml"
 	// tunedValues is the tuned set that rules/tests/tuned/ tests.
 	tunedValues = "tests/tuned/values.yaml"
+	// namespaceValues sets monitoring.namespaceLabel: exported_namespace,
+	// which rules/tests/exported_namespace/ tests.
+	namespaceValues = "tests/exported_namespace/values.yaml"
 )
 
 // promtool finds the promtool binary: on PATH (make test puts tests/tools/bin
@@ -59,7 +62,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 // labels, not wording.
 func TestPromtoolUnitTests(t *testing.T) {
 	t.Parallel()
-	promtoolTestRules(t, load(t, rules.AlertsFile), unitTestFiles(t, "tests"))
+	promtoolTestRules(t, load(t, rules.AlertsFile), load(t, rules.RecordingFile), unitTestFiles(t, "tests"))
 }
 
 // TestPromtoolUnitTestsTuned runs rules/tests/tuned/*.yaml against the
@@ -75,14 +78,94 @@ func TestPromtoolUnitTestsTuned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	promtoolTestRules(t, f, unitTestFiles(t, filepath.Join("tests", "tuned")))
+	promtoolTestRules(t, f, load(t, rules.RecordingFile), unitTestFiles(t, filepath.Join("tests", "tuned")))
 }
 
-func promtoolTestRules(t *testing.T, alerts *rules.File, tests []string) {
+// TestPromtoolUnitTestsNamespaceLabel runs rules/tests/exported_namespace/
+// against both sources rendered with monitoring.namespaceLabel:
+// exported_namespace, on series as prometheus-operator's namespace
+// enforcement leaves them.
+func TestPromtoolUnitTestsNamespaceLabel(t *testing.T) {
+	t.Parallel()
+	alerts, recording := renderSources(t, readFile(t, chartValues), readFile(t, namespaceValues))
+	promtoolTestRules(t, alerts, recording, unitTestFiles(t, filepath.Join("tests", "exported_namespace")))
+}
+
+// renderSources renders the alerting and recording sources with values.
+func renderSources(t *testing.T, values ...[]byte) (alerts, recording *rules.File) {
+	t.Helper()
+	p, err := rules.ParamsFromValues(values...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts, err = rules.RenderFile(rules.SourceFile, readFile(t, rules.SourceFile), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recording, err = rules.RenderFile(rules.RecordingSourceFile, readFile(t, rules.RecordingSourceFile), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return alerts, recording
+}
+
+// attributionNamespace finds `namespace` used as a label name or label
+// reference: not a recording rule's namespace: level, not part of
+// exported_namespace or namespace_pod.
+var attributionNamespace = regexp.MustCompile(`(^|[^a-zA-Z0-9_:])namespace([^a-zA-Z0-9_:]|$)`)
+
+// TestNamespaceLabelRenders: with monitoring.namespaceLabel:
+// exported_namespace no rule reads `namespace` off GPU series (only
+// kube-state-metrics series keep it), the rules pass promtool check
+// rules, and by default no rule names exported_namespace.
+func TestNamespaceLabelRenders(t *testing.T) {
+	t.Parallel()
+	const label = "exported_namespace"
+	alerts, recording := renderSources(t, readFile(t, chartValues), readFile(t, namespaceValues))
+	uses := 0
+	for _, r := range append(alerts.Rules(), recording.Rules()...) {
+		name := r.Alert + r.Record
+		uses += strings.Count(r.Expr, label)
+		if strings.Contains(r.Expr, "kube_") {
+			continue // kube-state-metrics' namespace
+		}
+		if attributionNamespace.MatchString(r.Expr) {
+			t.Errorf("%s reads namespace off GPU series: %s", name, r.Expr)
+		}
+		for k, v := range r.Annotations {
+			if strings.Contains(v, "$labels.namespace ") {
+				t.Errorf("%s: annotation %s names $labels.namespace: %s", name, k, v)
+			}
+		}
+	}
+	if uses < 20 {
+		t.Errorf("only %d uses of %s in the rendered rules", uses, label)
+	}
+	bin := promtool(t)
+	dir := t.TempDir()
+	for name, f := range map[string]*rules.File{rules.AlertsFile: alerts, rules.RecordingFile: recording} {
+		data, err := f.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, name), data)
+	}
+	out, err := exec.Command(bin, "check", "rules", filepath.Join(dir, rules.AlertsFile), filepath.Join(dir, rules.RecordingFile)).CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool check rules: %v\n%s", err, out)
+	}
+	for _, name := range []string{rules.AlertsFile, rules.RecordingFile} {
+		if strings.Contains(string(readFile(t, name)), label) {
+			t.Errorf("rules/%s names %s with the default values", name, label)
+		}
+	}
+}
+
+func promtoolTestRules(t *testing.T, alerts, recording *rules.File, tests []string) {
 	t.Helper()
 	bin := promtool(t)
 	dir := t.TempDir()
-	rec, err := rules.Raw(rules.RecordingFile)
+	rec, err := recording.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,20 +193,23 @@ func promtoolTestRules(t *testing.T, alerts *rules.File, tests []string) {
 	}
 }
 
-// TestAlertsFileIsGenerated fails while rules/alerts.yaml differs from
-// the source rendered with the chart's defaults: run `make rules`.
-func TestAlertsFileIsGenerated(t *testing.T) {
+// TestRuleFilesAreGenerated fails while rules/alerts.yaml or
+// rules/recording.yaml differs from its source rendered with the chart's
+// defaults: run `make rules`.
+func TestRuleFilesAreGenerated(t *testing.T) {
 	t.Parallel()
-	want, err := rules.Generate(readFile(t, rules.SourceFile), readFile(t, chartValues))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := rules.Raw(rules.AlertsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("rules/%s is not what rules/%s renders with the chart's defaults: run `make rules`", rules.AlertsFile, rules.SourceFile)
+	for _, s := range rules.Sources {
+		want, err := rules.GenerateFile(s.Source, readFile(t, s.Source), readFile(t, chartValues))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rules.Raw(s.Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("rules/%s is not what rules/%s renders with the chart's defaults: run `make rules`", s.Out, s.Source)
+		}
 	}
 }
 

@@ -27,21 +27,23 @@ func main() {
 }
 
 func run(dir, valuesPath string) error {
-	src, err := os.ReadFile(filepath.Join(dir, rules.SourceFile)) //nolint:gosec // G304: the rule source the developer names with -dir
-	if err != nil {
-		return err
-	}
 	values, err := os.ReadFile(valuesPath) //nolint:gosec // G304: the values file the developer names with -values
 	if err != nil {
 		return err
 	}
-	out, err := rules.Generate(src, values)
-	if err != nil {
-		return fmt.Errorf("%s: %w", valuesPath, err)
-	}
-	path := filepath.Join(dir, rules.AlertsFile)
-	if err := os.WriteFile(path, out, 0o644); err != nil { //nolint:gosec // G306: committed, world-readable rule file
-		return fmt.Errorf("writing %s: %w", path, err)
+	for _, s := range rules.Sources {
+		src, err := os.ReadFile(filepath.Join(dir, s.Source)) //nolint:gosec // G304: the rule source the developer names with -dir
+		if err != nil {
+			return err
+		}
+		out, err := rules.GenerateFile(s.Source, src, values)
+		if err != nil {
+			return fmt.Errorf("%s: %w", valuesPath, err)
+		}
+		path := filepath.Join(dir, s.Out)
+		if err := os.WriteFile(path, out, 0o644); err != nil { //nolint:gosec // G306: committed, world-readable rule file
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
 	}
 	return nil
 }

@@ -251,6 +251,7 @@ groups as YAML under "groups". */}}
 {{- end }}
 {{- $job := $v.jobSelector | default (printf "job=%q" (include "gpu-exporter.name" .ctx)) }}
 {{- $src = replace "${jobSelector}" $job $src }}
+{{- $src = replace "${namespaceLabel}" (include "gpu-exporter.namespaceLabel" .ctx) $src }}
 {{- with regexFind "\\$\\{[A-Za-z0-9]*\\}" $src }}
 {{- fail (printf "%s: placeholder %s has no value in prometheusRule.thresholds" $.path .) }}
 {{- end }}
@@ -287,4 +288,35 @@ groups as YAML under "groups". */}}
 {{- $groups = append $groups $g }}
 {{- end }}
 {{- toYaml (dict "groups" $groups) }}
+{{- end }}
+
+{{/*
+The label that names the namespace of a GPU's holder in Prometheus
+(monitoring.namespaceLabel): the rules, the dashboards and the monitors'
+metric relabelings follow it.
+*/}}
+{{- define "gpu-exporter.namespaceLabel" -}}
+{{- .Values.monitoring.namespaceLabel | default "namespace" }}
+{{- end }}
+
+{{/*
+Metric relabelings that move the exporter's namespace label to
+monitoring.namespaceLabel, then the user's. prometheus-operator appends its
+enforcedNamespaceLabel rule after these, so the holder's namespace survives
+in the new label while `namespace` becomes the monitor's namespace.
+*/}}
+{{- define "gpu-exporter.metricRelabelings" -}}
+{{- $label := include "gpu-exporter.namespaceLabel" .ctx }}
+{{- if ne $label "namespace" }}
+- sourceLabels: [namespace]
+  regex: (.+)
+  targetLabel: {{ $label }}
+  replacement: $1
+  action: replace
+- regex: namespace
+  action: labeldrop
+{{- end }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
