@@ -129,7 +129,7 @@ type Input struct {
 	// snapshot is ideal).
 	Attribution any
 	// XIDs are per-GPU, per-code XID counters, sorted by entity then code
-	// (Prometheus naming).
+	// (Prometheus naming); Derive sets them from the sample's XID events.
 	XIDs []XIDCount
 	// Lost are GPUs that left the inventory; Health the incidents of the
 	// source's health watches (Prometheus naming).
@@ -141,7 +141,7 @@ type Input struct {
 	// label the series of their entity.
 	Extra int
 	// Windows are dcgm-exporter's window counters, in page order (dcgm
-	// naming).
+	// naming); Derive sets them.
 	Windows []WindowFamily
 }
 
