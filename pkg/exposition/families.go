@@ -54,59 +54,13 @@ const (
 	numFamilies
 )
 
-// declaredFamilies returns every family the renderer adds, by familyID.
+// declaredFamilies returns every family the renderer adds, by familyID;
+// each naming declares its own.
 func declaredFamilies() [numFamilies]Family {
-	return [numFamilies]Family{
-		famGPUInfo: {
-			Name: "gpu_info", Type: fields.Gauge, Naming: NamingPrometheus,
-			Help:   "Static facts about a GPU; always 1.",
-			Labels: []string{"gpu", "uuid", "device", "model", "pci_bus_id", "driver_version"},
-		},
-		famMIGInfo: {
-			Name: "gpu_mig_instance_info", Type: fields.Gauge, Naming: NamingPrometheus,
-			Help:   "Static facts about a MIG GPU instance; always 1.",
-			Labels: []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "mig_uuid"},
-		},
-		famAllocation: {
-			Name: "gpu_pod_allocation_info", Type: fields.Gauge, Naming: NamingPrometheus,
-			Help:   "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1.",
-			Labels: []string{EntityLabels, HolderLabels, "shared"},
-		},
-		famXIDErrors: {
-			Name: "gpu_xid_errors_total", Type: fields.Counter, Naming: NamingPrometheus,
-			Help:   "XID errors reported by the driver since the exporter started, by XID code.",
-			Labels: []string{EntityLabels, "xid"},
-		},
-		famXIDLastSeen: {
-			Name: "gpu_xid_last_seen_timestamp_seconds", Type: fields.Gauge, Naming: NamingPrometheus,
-			Help:   "Unix time the driver last reported an XID error of this code for the GPU.",
-			Labels: []string{EntityLabels, "xid"},
-		},
-		famLost: {
-			Name: "gpu_lost_since_timestamp_seconds", Type: fields.Gauge, Naming: NamingPrometheus,
-			Help:   "A GPU that was in the inventory and is gone (fell off the bus, marked lost or inaccessible): Unix time it left. Absent while every GPU is present.",
-			Labels: []string{"gpu", "uuid"},
-		},
-		famHealth: {
-			Name: "gpu_health_status", Type: fields.Gauge, Naming: NamingPrometheus,
-			Help:   "A failing health watch of the GPU's source, by subsystem: 1 warning, 2 failure. Absent while the subsystem passes.",
-			Labels: []string{"gpu", "uuid", "subsystem"},
-		},
-		famXIDWindow: {
-			Name: fields.XIDErrorsCountName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
-			Help: "Per GPU and XID code, the XID errors during the last `--naming.xid-count-window` (dcgm-exporter's `-x`, default 5m). " +
-				"A GPU without any has one zero series without `" + WindowXID + "`.",
-			Labels:   []string{EntityLabels, windowSizeLabel, WindowXID, HolderLabels},
-			Optional: []string{WindowXID},
-		},
-		famClockEventsWindow: {
-			Name: fields.ClockEventsCountName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
-			Help: "Per GPU and reason, the collections during the last `--naming.clock-events-count-window` (default 5m) that saw the reason active. " +
-				"A GPU without any sample has one zero series without `" + WindowClockEvent + "`; one whose samples show no reason has none.",
-			Labels:   []string{EntityLabels, WindowClockEvent, windowSizeLabel, HolderLabels},
-			Optional: []string{WindowClockEvent},
-		},
-	}
+	var d [numFamilies]Family
+	declarePrometheusFamilies(&d)
+	declareDCGMFamilies(&d)
+	return d
 }
 
 // Families returns every family gpu-exporter adds besides the catalog's

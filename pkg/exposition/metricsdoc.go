@@ -117,27 +117,20 @@ func WriteMetricsDoc(w io.Writer, cat *fields.Catalog) error {
 	p("")
 	p("## Families gpu-exporter adds")
 	p("")
-	p("Prometheus naming:")
-	p("")
-	p("| Name | Type | Labels | Help |")
-	p("|---|---|---|---|")
-	for _, f := range fams {
-		if f.Naming == NamingPrometheus {
-			p("| `%s` | %s | %s | %s |", f.Name, f.Type, labelsCell(f.Labels), cell(f.Help))
+	for _, nd := range namingDocs() {
+		for _, line := range nd.intro {
+			p("%s", line)
 		}
-	}
-	p("")
-	p("Dcgm naming, when the counters file lists them (as dcgm-exporter's does, commented out);")
-	p("the counters file's row gives the type and HELP (dcgm-exporter's file says gauge):")
-	p("")
-	p("| Name | Type | Labels | Meaning |")
-	p("|---|---|---|---|")
-	for _, f := range fams {
-		if f.Naming == NamingDCGM {
-			p("| `%s` | %s | %s | %s |", f.Name, f.Type, labelsCell(f.Labels), cell(f.Help))
+		p("")
+		p("| Name | Type | Labels | %s |", nd.help)
+		p("|---|---|---|---|")
+		for _, f := range fams {
+			if f.Naming == nd.naming {
+				p("| `%s` | %s | %s | %s |", f.Name, f.Type, labelsCell(f.Labels), cell(f.Help))
+			}
 		}
+		p("")
 	}
-	p("")
 	p("*Entity labels* are those of the series' GPU, MIG instance, NVLink or NVSwitch in the")
 	p("naming (see [Labels](#labels)); *holder labels* those of the container holding it, when one")
 	p("does: `namespace`, `pod`, `container` and, with the pod informer, `pod_uid` and allowlisted")

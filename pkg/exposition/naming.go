@@ -135,6 +135,26 @@ type scheme interface {
 	render(p *page, in Input)
 }
 
+// namingDoc is how the metrics doc introduces the families a naming adds.
+type namingDoc struct {
+	naming Naming
+	// intro is the paragraph above the naming's table; help heads the help
+	// column.
+	intro []string
+	help  string
+}
+
+// namingDocs lists every naming, in the metrics doc's order.
+func namingDocs() []namingDoc {
+	return []namingDoc{
+		{NamingPrometheus, []string{"Prometheus naming:"}, "Help"},
+		{NamingDCGM, []string{
+			"Dcgm naming, when the counters file lists them (as dcgm-exporter's does, commented out);",
+			"the counters file's row gives the type and HELP (dcgm-exporter's file says gauge):",
+		}, "Meaning"},
+	}
+}
+
 // newScheme returns the scheme of opts.Naming.
 func newScheme(opts Options) scheme {
 	if opts.Naming == NamingDCGM {

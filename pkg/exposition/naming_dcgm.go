@@ -32,6 +32,25 @@ func newDCGMScheme(o DCGMOptions) *dcgmScheme {
 	return n
 }
 
+// declareDCGMFamilies declares dcgm-exporter's window counters; the
+// counters file row that turns one on gives its type and help.
+func declareDCGMFamilies(d *[numFamilies]Family) {
+	d[famXIDWindow] = Family{
+		Name: fields.XIDErrorsCountName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
+		Help: "Per GPU and XID code, the XID errors during the last `--naming.xid-count-window` (dcgm-exporter's `-x`, default 5m). " +
+			"A GPU without any has one zero series without `" + WindowXID + "`.",
+		Labels:   []string{EntityLabels, windowSizeLabel, WindowXID, HolderLabels},
+		Optional: []string{WindowXID},
+	}
+	d[famClockEventsWindow] = Family{
+		Name: fields.ClockEventsCountName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
+		Help: "Per GPU and reason, the collections during the last `--naming.clock-events-count-window` (default 5m) that saw the reason active. " +
+			"A GPU without any sample has one zero series without `" + WindowClockEvent + "`; one whose samples show no reason has none.",
+		Labels:   []string{EntityLabels, WindowClockEvent, windowSizeLabel, HolderLabels},
+		Optional: []string{WindowClockEvent},
+	}
+}
+
 // watchSet adds the label fields and the fields window counters need that
 // are not collected anyway.
 func (n *dcgmScheme) watchSet(k Counters) (set []fields.Field, extra int) {

@@ -34,6 +34,46 @@ func newPrometheusScheme() *prometheusScheme {
 	return &prometheusScheme{xids: map[xidKey]xidState{}}
 }
 
+// declarePrometheusFamilies declares the families Prometheus naming adds
+// besides the catalog's fields.
+func declarePrometheusFamilies(d *[numFamilies]Family) {
+	d[famGPUInfo] = Family{
+		Name: "gpu_info", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Static facts about a GPU; always 1.",
+		Labels: []string{"gpu", "uuid", "device", "model", "pci_bus_id", "driver_version"},
+	}
+	d[famMIGInfo] = Family{
+		Name: "gpu_mig_instance_info", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Static facts about a MIG GPU instance; always 1.",
+		Labels: []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "mig_uuid"},
+	}
+	d[famAllocation] = Family{
+		Name: "gpu_pod_allocation_info", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1.",
+		Labels: []string{EntityLabels, HolderLabels, "shared"},
+	}
+	d[famXIDErrors] = Family{
+		Name: "gpu_xid_errors_total", Type: fields.Counter, Naming: NamingPrometheus,
+		Help:   "XID errors reported by the driver since the exporter started, by XID code.",
+		Labels: []string{EntityLabels, "xid"},
+	}
+	d[famXIDLastSeen] = Family{
+		Name: "gpu_xid_last_seen_timestamp_seconds", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Unix time the driver last reported an XID error of this code for the GPU.",
+		Labels: []string{EntityLabels, "xid"},
+	}
+	d[famLost] = Family{
+		Name: "gpu_lost_since_timestamp_seconds", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "A GPU that was in the inventory and is gone (fell off the bus, marked lost or inaccessible): Unix time it left. Absent while every GPU is present.",
+		Labels: []string{"gpu", "uuid"},
+	}
+	d[famHealth] = Family{
+		Name: "gpu_health_status", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "A failing health watch of the GPU's source, by subsystem: 1 warning, 2 failure. Absent while the subsystem passes.",
+		Labels: []string{"gpu", "uuid", "subsystem"},
+	}
+}
+
 // watchSet watches the counters' fields alone: label fields and window
 // counters are dcgm naming's.
 func (*prometheusScheme) watchSet(k Counters) ([]fields.Field, int) {
