@@ -27,6 +27,9 @@ func main() {
 
 // run is main without the process globals: it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
+	if len(args) > 0 && args[0] == doctorCommand {
+		return runDoctor(ctx, args[1:], getenv, stdout, stderr)
+	}
 	o, fs, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0

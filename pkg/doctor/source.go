@@ -1,0 +1,271 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// dcgmDefaultPort is nv-hostengine's default port (DCGM's
+// DCGM_HE_PORT_NUMBER, dcgm_structs.h).
+const dcgmDefaultPort = "5555"
+
+// checkSource opens the source as the exporter would and reads its
+// inventory. It returns the open source (nil on failure), its inventory and
+// the simulated kubelet's socket.
+func checkSource(ctx context.Context, cfg Config) (source.Source, *source.Inventory, string, Result) {
+	res := Result{Check: CheckSource}
+	libs := libraryFindings(cfg)
+	if cfg.Source == "dcgm" || cfg.Source == "auto" {
+		if cfg.DCGMMode == "remote" {
+			libs = append(libs, hostengineFinding(ctx, cfg))
+		}
+	}
+	if cfg.Source != "sim" {
+		res.Details = libs
+	}
+	cctx, cancel := withTimeout(ctx, cfg)
+	defer cancel()
+	src, socket, err := cfg.Open(cctx)
+	if err != nil {
+		res.Status, res.Found = Fail, err.Error() // the opener names the flag
+		res.Fix = sourceFix(cfg)
+		return nil, nil, "", res
+	}
+	inv, err := src.Inventory(cctx)
+	if err != nil {
+		res.Status, res.Found = Fail, fmt.Sprintf("--source=%s (%s): inventory: %v", cfg.Source, src.Name(), err)
+		res.Fix = sourceFix(cfg)
+		return nil, nil, socket, res
+	}
+	res.Found = fmt.Sprintf("--source=%s uses %s%s: %s", cfg.Source, src.Name(), why(cfg, src.Name()), describeInventory(inv))
+	res.Status = OK
+	if inv.GPUs() == 0 {
+		res.Status = Warn
+		if src.Name() != "sim" {
+			res.Status = Fail // the exporter refuses to start without a GPU
+		}
+		res.Fix = "no GPU is visible: check that the driver sees GPUs (nvidia-smi) and that the container runs with the NVIDIA runtime and NVIDIA_VISIBLE_DEVICES=all"
+	}
+	res.Details = append(res.Details, entityLines(inv)...)
+	return src, inv, socket, res
+}
+
+// why says why --source picked the backend.
+func why(cfg Config, picked string) string {
+	switch {
+	case cfg.Source == "sim":
+		return " (scenario " + cfg.Scenario + ")"
+	case picked == "dcgm" && cfg.DCGMMode == "remote":
+		return " (remote hostengine " + cfg.DCGMRemoteAddress + ")"
+	case picked == "dcgm":
+		return " (embedded hostengine)"
+	case cfg.Source == "auto":
+		return " (DCGM did not answer)"
+	}
+	return ""
+}
+
+// libraryFindings says where each library was found.
+func libraryFindings(cfg Config) []string {
+	var out []string
+	for _, lib := range []string{LibDCGM, LibNVML} {
+		if p, err := cfg.Host.FindLibrary(lib); err == nil {
+			out = append(out, lib+": "+p)
+		} else {
+			out = append(out, lib+": not found")
+		}
+	}
+	return out
+}
+
+// hostengineFinding dials the remote hostengine's address once.
+func hostengineFinding(ctx context.Context, cfg Config) string {
+	network, addr := hostengineAddress(cfg.DCGMRemoteAddress)
+	cctx, cancel := withTimeout(ctx, cfg)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(cctx, network, addr)
+	if err != nil {
+		return fmt.Sprintf("hostengine %s %s: not reachable: %v", network, addr, err)
+	}
+	_ = conn.Close()
+	return fmt.Sprintf("hostengine %s %s: reachable", network, addr)
+}
+
+// hostengineAddress splits an address as dcgm.Config.RemoteAddress reads
+// it: host[:port], tcp://host:port, a path starting with / or ., unix://path.
+func hostengineAddress(a string) (network, addr string) {
+	switch {
+	case strings.HasPrefix(a, "unix://"):
+		return "unix", strings.TrimPrefix(a, "unix://")
+	case strings.HasPrefix(a, "/"), strings.HasPrefix(a, "."):
+		return "unix", a
+	}
+	a = strings.TrimPrefix(a, "tcp://")
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		a = net.JoinHostPort(a, dcgmDefaultPort)
+	}
+	return "tcp", a
+}
+
+// sourceFix says what to do when the source does not open or answer.
+func sourceFix(cfg Config) string {
+	_, dcgmErr := cfg.Host.FindLibrary(LibDCGM)
+	_, nvmlErr := cfg.Host.FindLibrary(LibNVML)
+	driver := "install the NVIDIA driver and run the exporter with the NVIDIA container runtime (runtimeClassName: nvidia, NVIDIA_DRIVER_CAPABILITIES=compute,utility)"
+	switch cfg.Source {
+	case "sim":
+		return "check --sim.scenario: a built-in name or a readable scenario file"
+	case "nvml":
+		if nvmlErr != nil {
+			return LibNVML + " not found: " + driver
+		}
+		return "NVML is installed but does not answer: check the driver with nvidia-smi and the device nodes (see the devices check)"
+	case "dcgm":
+		return dcgmFix(cfg, dcgmErr)
+	}
+	if dcgmErr != nil && nvmlErr != nil {
+		return "neither " + LibDCGM + " nor " + LibNVML + " found: " + driver + "; add DCGM (datacenter-gpu-manager-4) for profiling fields, or use --source=sim to try the simulator"
+	}
+	return "DCGM: " + dcgmFix(cfg, dcgmErr) + "; NVML: check the driver with nvidia-smi"
+}
+
+func dcgmFix(cfg Config, libErr error) string {
+	if cfg.DCGMMode == "remote" {
+		return "start nv-hostengine where --dcgm.remote-address points (" + cfg.DCGMRemoteAddress + "), or fix the address; the GPU Operator's is nvidia-dcgm.<namespace>.svc:5555 with dcgm.enabled=true"
+	}
+	if libErr != nil {
+		return LibDCGM + " not found: install DCGM 4 (datacenter-gpu-manager-4) in the image or on the host, or use --dcgm.remote-address to reach a running nv-hostengine, or --source=nvml"
+	}
+	return "DCGM is installed but the embedded hostengine did not start: check the driver with nvidia-smi and the device nodes (see the devices check)"
+}
+
+// describeInventory summarises GPUs by model.
+func describeInventory(inv *source.Inventory) string {
+	models := map[string]int{}
+	var order []string
+	mig := 0
+	for _, e := range inv.Entities {
+		switch e.Kind {
+		case source.GPU:
+			if models[e.Model] == 0 {
+				order = append(order, e.Model)
+			}
+			models[e.Model]++
+		case source.GPUInstance:
+			mig++
+		}
+	}
+	slices.Sort(order)
+	var parts []string
+	for _, m := range order {
+		parts = append(parts, strconv.Itoa(models[m])+"× "+m)
+	}
+	s := fmt.Sprintf("%d GPUs", inv.GPUs())
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if mig > 0 {
+		s += fmt.Sprintf(", %d MIG instances", mig)
+	}
+	if inv.DriverVersion != "" {
+		s += ", driver " + inv.DriverVersion
+	}
+	return s
+}
+
+// entityLines names each GPU and MIG instance.
+func entityLines(inv *source.Inventory) []string {
+	var out []string
+	for i := range inv.Entities {
+		if e := &inv.Entities[i]; e.Kind == source.GPU || e.Kind == source.GPUInstance {
+			out = append(out, entityName(e))
+		}
+	}
+	return out
+}
+
+func entityName(e *source.Entity) string {
+	if e.Kind == source.GPUInstance {
+		return fmt.Sprintf("gpu %d instance %d (%s, %s)", e.GPU, e.GPUInstance, e.MIGProfile, e.MIGUUID)
+	}
+	return fmt.Sprintf("gpu %d (%s, %s, %s)", e.GPU, e.Model, e.UUID, e.Device)
+}
+
+// checkFields watches the field set and reads one sample: per field, how
+// many entities returned a value or a blank; per entity, the same.
+func checkFields(ctx context.Context, cfg Config, src source.Source, set []fields.Field) Result {
+	res := Result{Check: CheckFields}
+	cctx, cancel := withTimeout(ctx, cfg)
+	defer cancel()
+	if err := src.Watch(cctx, set); err != nil {
+		res.Status, res.Found = Fail, fmt.Sprintf("watching %d fields: %v", len(set), err)
+		res.Fix = "list fields this GPU supports in --collect.counters (profiling fields need DCGM and a GPU with DCP support)"
+		return res
+	}
+	s, err := src.Read(cctx)
+	if err != nil {
+		res.Status, res.Found = Fail, fmt.Sprintf("reading %d fields: %v", len(set), err)
+		res.Fix = sourceFix(cfg)
+		return res
+	}
+	counts := make([]FieldCount, len(s.Fields))
+	for f := range s.Fields {
+		counts[f].Field = s.Fields[f].DCGMName
+	}
+	total := 0
+	for e := range s.Inventory.Entities {
+		ent := &s.Inventory.Entities[e]
+		if ent.Kind != source.GPU && ent.Kind != source.GPUInstance {
+			continue
+		}
+		vals, blanks := 0, 0
+		for f := range s.Fields {
+			if !s.Fields[f].Levels.Has(ent.Kind.Level()) {
+				continue
+			}
+			if s.At(e, f).Kind == source.Blank {
+				blanks++
+				counts[f].Blanks++
+			} else {
+				vals++
+				counts[f].Values++
+			}
+		}
+		total += vals
+		res.Details = append(res.Details, fmt.Sprintf("%s: %d values, %d blank", entityName(ent), vals, blanks))
+	}
+	res.Fields = counts
+	var allBlank, profiling []string
+	for f, c := range counts {
+		if c.Values == 0 && c.Blanks > 0 {
+			allBlank = append(allBlank, c.Field)
+			if s.Fields[f].Profiling {
+				profiling = append(profiling, c.Field)
+			}
+		}
+	}
+	switch {
+	case total == 0 && len(s.Fields) > 0 && s.Inventory.GPUs() > 0:
+		res.Status, res.Found = Fail, fmt.Sprintf("no value for any of %d fields on any GPU", len(s.Fields))
+		res.Fix = "the source answers but returns blanks only: check the driver with nvidia-smi; with DCGM, a first read right after the watch may be empty: run doctor again"
+	case len(allBlank) > 0:
+		res.Status = Warn
+		res.Found = fmt.Sprintf("%d of %d fields have values; blank (not supported, not permitted or not sampled yet) on every entity: %s",
+			len(s.Fields)-len(allBlank), len(s.Fields), strings.Join(allBlank, ", "))
+		res.Fix = "remove them from --collect.counters if the GPU does not support them"
+		if len(profiling) > 0 {
+			res.Fix += "; profiling fields (" + strings.Join(profiling, ", ") + ") need DCGM, a GPU with DCP support and CAP_SYS_ADMIN (see the profiling check)"
+		}
+	default:
+		res.Status = OK
+		res.Found = fmt.Sprintf("all %d fields return values", len(s.Fields))
+	}
+	return res
+}
