@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
@@ -26,7 +27,9 @@ type Source struct {
 
 	lastRead time.Duration // elapsed time of the last successful Read
 	read     bool
-	closed   bool
+	// closed is set by Close, which may run while a read the collector
+	// gave up on (its deadline passed) is still in flight.
+	closed atomic.Bool
 }
 
 var (
@@ -92,7 +95,7 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if s.closed {
+	if s.closed.Load() {
 		return errClosed
 	}
 	if len(set) == 0 {
@@ -207,7 +210,7 @@ func (s *Source) HealthIncidents(ctx context.Context) ([]source.HealthIncident, 
 
 // Close ends the simulation; later calls fail.
 func (s *Source) Close() error {
-	s.closed = true
+	s.closed.Store(true)
 	return nil
 }
 
@@ -222,7 +225,7 @@ func (s *Source) checkAt(ctx context.Context, now time.Time) (time.Duration, err
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if s.closed {
+	if s.closed.Load() {
 		return 0, errClosed
 	}
 	t := s.elapsedAt(now)

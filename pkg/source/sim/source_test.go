@@ -792,3 +792,30 @@ faults:
 		t.Errorf("during an outage: %v, want source.ErrUnavailable", err)
 	}
 }
+
+// TestCloseDuringHealthCheck: the exporter may close the source while a
+// health check or read it gave up on still runs; under -race this used to
+// report a data race on the closed flag.
+func TestCloseDuringHealthCheck(t *testing.T) {
+	t.Parallel()
+	src := New(builtin(t, "faults"))
+	ctx := context.Background()
+	if err := src.Watch(ctx, fields.MustNew().Defaults()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			_, _ = src.HealthIncidents(ctx)
+			_, _ = src.Read(ctx)
+		}
+	}()
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := src.Read(ctx); err == nil {
+		t.Error("read after close succeeded")
+	}
+}
