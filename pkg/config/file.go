@@ -91,14 +91,21 @@ func readRegular(path string) ([]byte, error) {
 	if err := regular(path, st); err != nil {
 		return nil, err
 	}
+	if st.Size() > MaxFileBytes {
+		return nil, tooLarge(path)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d MiB", path, MaxFileBytes>>20)
+	if len(data) > MaxFileBytes { // it grew since the stat
+		return nil, tooLarge(path)
 	}
 	return data, nil
+}
+
+func tooLarge(path string) error {
+	return fmt.Errorf("%s: larger than %d MiB", path, MaxFileBytes>>20)
 }
 
 func regular(path string, st fs.FileInfo) error {
