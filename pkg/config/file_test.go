@@ -115,13 +115,11 @@ func TestReadBoundedStops(t *testing.T) {
 			t.Parallel()
 			block := make(chan struct{})
 			t.Cleanup(func() { close(block) })
-			start := time.Now()
+			// The read blocks until the test ends: returning at all is
+			// what shows the bound works.
 			_, err := readBounded(tc.ctx, tc.timeout, func() ([]byte, error) { <-block; return nil, nil })
 			if !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
-			}
-			if took := time.Since(start); took > 2*time.Second {
-				t.Errorf("took %s", took)
 			}
 		})
 	}
