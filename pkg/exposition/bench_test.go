@@ -7,14 +7,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
-	"github.com/gpu-exporter/gpu-exporter/pkg/exposition/baseline"
 )
 
 var benchScenarios = []string{"demo", "scale-64"}
 
 func benchInput(b *testing.B, scenario string) exposition.Input {
 	b.Helper()
-	in, err := baseline.Input(b.Context(), scenario)
+	in, err := baselineInput(b.Context(), scenario)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -23,12 +22,12 @@ func benchInput(b *testing.B, scenario string) exposition.Input {
 
 func benchBaseline(b *testing.B, in exposition.Input) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(baseline.NewCollector(in))
+	reg.MustRegister(newBaselineCollector(in))
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {
 		buf.Reset()
-		if err := baseline.Scrape(reg, &buf); err != nil {
+		if err := baselineScrape(reg, &buf); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
-	"github.com/gpu-exporter/gpu-exporter/pkg/exposition/baseline"
 )
 
 var targets = flag.Bool("targets", false, "measure the performance targets against the client_golang baseline (make bench)")
@@ -30,7 +29,7 @@ func TestPerformanceTargets(t *testing.T) {
 		t.Skip("performance targets run with -targets (make bench)")
 	}
 	for _, scn := range []string{"demo", "mig", "scale-64"} {
-		in, err := baseline.Input(t.Context(), scn)
+		in, err := baselineInput(t.Context(), scn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,13 +37,13 @@ func TestPerformanceTargets(t *testing.T) {
 		page := r.Render(in)
 
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(baseline.NewCollector(in))
+		reg.MustRegister(newBaselineCollector(in))
 		base := testing.Benchmark(func(b *testing.B) {
 			var buf bytes.Buffer
 			b.ReportAllocs()
 			for b.Loop() {
 				buf.Reset()
-				if err := baseline.Scrape(reg, &buf); err != nil {
+				if err := baselineScrape(reg, &buf); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,9 +1,10 @@
-// Package baseline is the yardstick of the exposition benchmarks: an
-// exporter built the usual way, which turns every series into a client_golang
-// const metric on every scrape and lets the registry gather and encode them.
-// It also builds the benchmark inputs from the simulator's scenarios. Only
-// benchmarks and load tests use it.
-package baseline
+package exposition_test
+
+// The yardstick of the exposition benchmarks and performance targets: an
+// exporter built the usual way, which turns every series into a
+// client_golang const metric on every scrape and lets the registry gather
+// and encode them; and the benchmark inputs built from the simulator's
+// scenarios. Test code only: the binary never links it.
 
 import (
 	"context"
@@ -20,9 +21,9 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
 
-// Input reads one sample of a built-in scenario one minute in, with every
+// baselineInput reads one sample of a built-in scenario one minute in, with every
 // catalog field watched and each entity held by one container.
-func Input(ctx context.Context, scenario string) (exposition.Input, error) {
+func baselineInput(ctx context.Context, scenario string) (exposition.Input, error) {
 	scn, err := sim.LoadBuiltin(scenario)
 	if err != nil {
 		return exposition.Input{}, err
@@ -44,16 +45,16 @@ func Input(ctx context.Context, scenario string) (exposition.Input, error) {
 	return exposition.Input{Sample: s, Targets: targets, Attribution: s.Inventory}, nil
 }
 
-// Collector exports an Input the usual way: one const metric per series,
+// baselineCollector exports an Input the usual way: one const metric per series,
 // built on every Collect.
-type Collector struct {
+type baselineCollector struct {
 	in    exposition.Input
 	descs map[string]*prometheus.Desc
 }
 
-// NewCollector returns the baseline collector for in.
-func NewCollector(in exposition.Input) *Collector {
-	c := &Collector{in: in, descs: map[string]*prometheus.Desc{}}
+// newBaselineCollector returns the baseline collector for in.
+func newBaselineCollector(in exposition.Input) *baselineCollector {
+	c := &baselineCollector{in: in, descs: map[string]*prometheus.Desc{}}
 	labels := []string{"gpu", "uuid", "device", "model", "namespace", "pod", "container"}
 	for _, f := range in.Sample.Fields {
 		l := labels
@@ -66,14 +67,14 @@ func NewCollector(in exposition.Input) *Collector {
 }
 
 // Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *baselineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+func (c *baselineCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.in.Sample
 	for col, f := range s.Fields {
 		vt := prometheus.GaugeValue
@@ -102,8 +103,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Scrape gathers reg and encodes it in the text format, as promhttp does.
-func Scrape(reg prometheus.Gatherer, w io.Writer) error {
+// baselineScrape gathers reg and encodes it in the text format, as promhttp does.
+func baselineScrape(reg prometheus.Gatherer, w io.Writer) error {
 	mfs, err := reg.Gather()
 	if err != nil {
 		return err
