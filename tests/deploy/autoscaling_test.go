@@ -17,8 +17,8 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
-	"github.com/gpu-exporter/gpu-exporter/deployment/autoscaling"
 	"github.com/gpu-exporter/gpu-exporter/rules"
+	"github.com/gpu-exporter/gpu-exporter/tests/autoscaling"
 )
 
 const adapterRulesCopy = "files/autoscaling/" + autoscaling.AdapterRulesFile

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpu-exporter/gpu-exporter/deployment/autoscaling"
+	"github.com/gpu-exporter/gpu-exporter/tests/autoscaling"
 )
 
 // autoscalingNode runs testdata/autoscaling.yaml: constant utilizations

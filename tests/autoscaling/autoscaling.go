@@ -1,21 +1,25 @@
-// Package autoscaling holds the autoscaling examples gpu-exporter ships
-// (prometheus-adapter-rules.yaml, hpa.yaml, keda-scaledobject.yaml,
-// embedded here) and a model of prometheus-adapter's rule configuration,
-// so that tests can check the files and run their queries the way the
-// adapter and KEDA would, against a real Prometheus.
+// Package autoscaling reads the autoscaling examples gpu-exporter ships in
+// deployment/autoscaling (prometheus-adapter-rules.yaml, hpa.yaml,
+// keda-scaledobject.yaml) and models prometheus-adapter's rule
+// configuration, so that tests can check the files and run their queries
+// the way the adapter and KEDA would, against a real Prometheus. Only tests
+// import it.
 package autoscaling
 
 import (
 	"bytes"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"text/template"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 // File names of the shipped examples, relative to this directory.
@@ -25,12 +29,12 @@ const (
 	KEDAFile         = "keda-scaledobject.yaml"
 )
 
-//go:embed prometheus-adapter-rules.yaml hpa.yaml keda-scaledobject.yaml
-var files embed.FS
+// Dir is where the shipped files are, in the repository.
+var Dir = filepath.Join(testbin.Root(), "deployment", "autoscaling")
 
 // Raw returns the bytes of one of the shipped files.
 func Raw(name string) ([]byte, error) {
-	data, err := files.ReadFile(name)
+	data, err := os.ReadFile(filepath.Join(Dir, name)) //nolint:gosec // G304: one of the shipped file names above
 	if err != nil {
 		return nil, fmt.Errorf("autoscaling file %s: %w", name, err)
 	}
