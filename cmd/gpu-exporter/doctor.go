@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,17 +24,21 @@ const doctorCommand = "doctor"
 
 // runDoctor checks the configuration the exporter's flags and environment
 // describe, prints one line per check and returns 1 when a check failed,
-// 2 on a usage error. --output (text or json) is its own flag; every other
-// flag is the exporter's.
+// 2 on a usage error. --output (text or json) and --args-from are its own
+// flags; every other flag is the exporter's.
 func runDoctor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	output, rest, err := doctorOutput(args)
+	if err == nil {
+		rest, err = argsFrom(rest)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 2
 	}
 	o, fs, err := parseFlags(rest, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprintln(stderr, "\ngpu-exporter doctor [--output=text|json] [exporter flags]: check what the exporter with these flags needs, once, and say how to fix what is broken.")
+		fmt.Fprintln(stderr, "\ngpu-exporter doctor [--output=text|json] [--args-from=/proc/1/cmdline] [exporter flags]: check what the exporter with these flags needs, once, and say how to fix what is broken.\n"+
+			"--args-from reads the flags of a running exporter from its command line (NUL-separated, as /proc/PID/cmdline), before the flags given here.")
 		return 0
 	}
 	if err != nil {
@@ -90,6 +95,45 @@ func doctorOutput(args []string) (output string, rest []string, err error) {
 		return "", nil, fmt.Errorf("--output=%q: want text or json", output)
 	}
 	return output, rest, nil
+}
+
+// argsFrom takes --args-from=FILE out of args and puts the flags of the
+// command line FILE holds (NUL-separated, as /proc/PID/cmdline: the program
+// name first) before the remaining args, so that a doctor started with
+// kubectl exec checks the flags the running exporter was given.
+func argsFrom(args []string) ([]string, error) {
+	var file string
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--args-from":
+			if i+1 == len(args) {
+				return nil, errors.New("--args-from needs a file, such as /proc/1/cmdline")
+			}
+			i++
+			file = args[i]
+		case strings.HasPrefix(a, "--args-from="):
+			file = strings.TrimPrefix(a, "--args-from=")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if file == "" {
+		return rest, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--args-from: %w", err)
+	}
+	from := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	if len(from) == 0 || from[0] == "" {
+		return nil, fmt.Errorf("--args-from %s: empty command line", file)
+	}
+	from = from[1:] // the program
+	if len(from) > 0 && from[0] == doctorCommand {
+		from = from[1:]
+	}
+	return append(from, rest...), nil
 }
 
 // doctorConfig describes the exporter's configuration to the doctor, with

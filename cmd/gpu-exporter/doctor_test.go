@@ -27,11 +27,24 @@ func (d doctorJSON) status(check string) doctor.Status {
 	return "absent"
 }
 
+func (d doctorJSON) found(check string) string {
+	for _, c := range d.Checks {
+		if c.Check == check {
+			return c.Found
+		}
+	}
+	return ""
+}
+
 func TestDoctorSubcommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte("DCGM_FI_NO_SUCH_FIELD, gauge, x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmdline := filepath.Join(dir, "cmdline")
+	if err := os.WriteFile(cmdline, []byte("/usr/bin/gpu-exporter\x00--source=sim\x00--kubernetes.enabled=false\x00"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -41,6 +54,8 @@ func TestDoctorSubcommand(t *testing.T) {
 		wantCode int
 		// want maps checks to their expected status in the JSON report.
 		want map[string]doctor.Status
+		// wantFound maps checks to a substring of what they found.
+		wantFound map[string]string
 		// wantErr is a substring of stderr.
 		wantErr string
 	}{
@@ -61,6 +76,20 @@ func TestDoctorSubcommand(t *testing.T) {
 			args: []string{"doctor", "--source=sim", "--kubernetes.enabled=false", "--output=json", "--log.level=warn"},
 			want: map[string]doctor.Status{doctor.CheckKubelet: doctor.OK},
 		},
+		{
+			name: "flags of a running exporter", wantCode: 0,
+			args: []string{"doctor", "--args-from=" + cmdline, "--output=json", "--log.level=warn"},
+			want: map[string]doctor.Status{doctor.CheckSource: doctor.OK, doctor.CheckKubelet: doctor.OK},
+			// --kubernetes.enabled=false comes from the file.
+			wantFound: map[string]string{doctor.CheckKubelet: "--kubernetes.enabled=false"},
+		},
+		{
+			name: "flags given here come after the running exporter's", wantCode: 0,
+			args:      []string{"doctor", "--args-from", cmdline, "--kubernetes.enabled=auto", "--output=json", "--log.level=warn"},
+			want:      map[string]doctor.Status{doctor.CheckKubelet: doctor.OK},
+			wantFound: map[string]string{doctor.CheckKubelet: "answers List"},
+		},
+		{name: "args-from missing file", args: []string{"doctor", "--args-from=" + filepath.Join(dir, "absent")}, wantCode: 2, wantErr: "--args-from"},
 		{name: "unknown output", args: []string{"doctor", "--output=xml"}, wantCode: 2, wantErr: `--output="xml"`},
 		{name: "output without a value", args: []string{"doctor", "--output"}, wantCode: 2, wantErr: "--output needs a value"},
 		{name: "bad exporter flag", args: []string{"doctor", "--source=gpu"}, wantCode: 2, wantErr: "--source"},
@@ -86,6 +115,11 @@ func TestDoctorSubcommand(t *testing.T) {
 			for check, st := range tc.want {
 				if s := got.status(check); s != st {
 					t.Errorf("%s: %s, want %s\n%s", check, s, st, stdout.String())
+				}
+			}
+			for check, sub := range tc.wantFound {
+				if f := got.found(check); !strings.Contains(f, sub) {
+					t.Errorf("%s found %q, want %q", check, f, sub)
 				}
 			}
 			if got.OK+got.Warn+got.Fail != len(got.Checks) {
