@@ -161,6 +161,7 @@ func (a *app) doctorConfig() (doctor.Config, error) {
 			ResourceNames: append(podresources.DefaultResourceNames(), o.k8sResources...),
 			IDType:        idType, CallTimeout: o.k8sCallTimeout,
 		},
+		Settle:    2 * o.interval,
 		PodLabels: o.podAllow != nil || o.podUID,
 		NodeName:  o.nodeName,
 	}, nil

@@ -174,6 +174,11 @@ type Config struct {
 	// NodeName is $NODE_NAME.
 	NodeName string
 
+	// Settle is how long the fields check keeps reading while some field
+	// is blank everywhere, for the source's first samples: about two
+	// collection intervals, at most half of Timeout.
+	Settle time.Duration
+
 	// Timeout bounds each check. Default 15s.
 	Timeout time.Duration
 	// Host probes the machine; zero members use the real host.
@@ -205,6 +210,7 @@ func Run(ctx context.Context, cfg Config) *Report {
 	if cfg.Kubernetes.CallTimeout <= 0 {
 		cfg.Kubernetes.CallTimeout = 5 * time.Second
 	}
+	cfg.Settle = min(max(cfg.Settle, 0), cfg.Timeout/2)
 	cfg.Host = cfg.Host.withDefaults()
 	r := &Report{}
 	set, res := checkCounters(ctx, cfg)

@@ -29,7 +29,11 @@ type fakeSource struct {
 	// blank lists the field ids that read Blank; allBlank blanks every one.
 	blank    map[uint16]bool
 	allBlank bool
-	set      []fields.Field
+	// blankReads is how many first reads are blank, as DCGM's first read
+	// after a watch may be.
+	blankReads int
+	reads      int
+	set        []fields.Field
 }
 
 func (f *fakeSource) Name() string { return "nvml" }
@@ -45,9 +49,10 @@ func (f *fakeSource) Read(context.Context) (*source.Sample, error) {
 		return nil, f.readErr
 	}
 	s := source.NewSample(time.Now(), f.inv, f.set)
+	f.reads++
 	for e := range f.inv.Entities {
 		for i, fl := range f.set {
-			if !f.allBlank && !f.blank[fl.ID] {
+			if !f.allBlank && !f.blank[fl.ID] && f.reads > f.blankReads {
 				s.Set(e, i, source.IntValue(1))
 			}
 		}
@@ -255,6 +260,19 @@ func TestDoctorChecks(t *testing.T) {
 			name:   "every value blank",
 			src:    &fakeSource{inv: oneGPU(), allBlank: true},
 			checks: []check{{CheckFields, Fail, []string{"no value for any"}}},
+			failed: true,
+		},
+		{
+			name:   "first samples not there yet",
+			src:    &fakeSource{inv: oneGPU(), blankReads: 2},
+			edit:   func(c *Config) { c.Settle = 2 * time.Second },
+			checks: []check{{CheckFields, OK, []string{"all 42 fields return values", "read 3 times"}}},
+		},
+		{
+			name:   "first samples not there within the settle time",
+			src:    &fakeSource{inv: oneGPU(), blankReads: 1000},
+			edit:   func(c *Config) { c.Settle = 300 * time.Millisecond },
+			checks: []check{{CheckFields, Fail, []string{"no value for any", "read "}}},
 			failed: true,
 		},
 		{

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -209,11 +210,14 @@ func checkFields(ctx context.Context, cfg Config, src source.Source, set []field
 		res.Fix = "list fields this GPU supports in --collect.counters (profiling fields need DCGM and a GPU with DCP support)"
 		return res
 	}
-	s, err := src.Read(cctx)
+	s, reads, err := readSettled(cctx, src, cfg.Settle)
 	if err != nil {
 		res.Status, res.Found = Fail, fmt.Sprintf("reading %d fields: %v", len(set), err)
 		res.Fix = sourceFix(cfg)
 		return res
+	}
+	if reads > 1 {
+		res.Details = append(res.Details, fmt.Sprintf("read %d times over up to %s: some fields had no first sample yet", reads, cfg.Settle))
 	}
 	counts := make([]FieldCount, len(s.Fields))
 	for f := range s.Fields {
@@ -268,4 +272,52 @@ func checkFields(ctx context.Context, cfg Config, src source.Source, set []field
 		res.Found = fmt.Sprintf("all %d fields return values", len(s.Fields))
 	}
 	return res
+}
+
+// readSettled reads a sample; while some field is blank on every entity it
+// reads again, until settle has passed: DCGM samples a watched field at its
+// update frequency, so the first read right after the watch may precede the
+// first sample (DCGM user guide, "Field watches").
+func readSettled(ctx context.Context, src source.Source, settle time.Duration) (*source.Sample, int, error) {
+	deadline := time.Now().Add(settle)
+	for reads := 1; ; reads++ {
+		s, err := src.Read(ctx)
+		if err != nil {
+			return nil, reads, err
+		}
+		if !anyBlankEverywhere(s) || !time.Now().Before(deadline) {
+			return s, reads, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, reads, nil
+		case <-time.After(min(settleStep, time.Until(deadline))):
+		}
+	}
+}
+
+// settleStep is the time between two reads of readSettled.
+const settleStep = 250 * time.Millisecond
+
+// anyBlankEverywhere reports whether some field that a GPU or MIG instance
+// of the sample can carry is blank on all of them.
+func anyBlankEverywhere(s *source.Sample) bool {
+	for f := range s.Fields {
+		carried, valued := false, false
+		for e := range s.Inventory.Entities {
+			ent := &s.Inventory.Entities[e]
+			if (ent.Kind != source.GPU && ent.Kind != source.GPUInstance) || !s.Fields[f].Levels.Has(ent.Kind.Level()) {
+				continue
+			}
+			carried = true
+			if s.At(e, f).Kind != source.Blank {
+				valued = true
+				break
+			}
+		}
+		if carried && !valued {
+			return true
+		}
+	}
+	return false
 }
