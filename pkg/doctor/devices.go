@@ -68,8 +68,8 @@ func checkDevices(cfg Config) Result {
 
 // checkProfiling says whether profiling (DCP) fields are in the set and, if
 // so, whether the process holds CAP_SYS_ADMIN, which the embedded
-// hostengine's profiling module needs (dcgm-exporter's DaemonSet adds
-// SYS_ADMIN for DCP metrics; DCGM user guide, "Profiling Metrics").
+// hostengine's profiling module needs (the chart adds it with
+// dcgm.profiling=true, as deployment/helm's NOTES.txt states).
 func checkProfiling(cfg Config, set []fields.Field) Result {
 	res := Result{Check: CheckProfiling}
 	var prof []string

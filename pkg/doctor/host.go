@@ -13,7 +13,7 @@ import (
 
 // Libraries the GPU sources load with dlopen.
 const (
-	// LibDCGM is what go-dcgm dlopens (DESIGN.md, "Testing without a GPU").
+	// LibDCGM is what go-dcgm dlopens (go-dcgm pkg/dcgm/admin.go, dcgmLib).
 	LibDCGM = "libdcgm.so.4"
 	// LibNVML is what go-nvml dlopens (go-nvml pkg/nvml/lib.go, defaultNvmlLibraryName).
 	LibNVML = "libnvidia-ml.so.1"

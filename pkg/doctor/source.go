@@ -275,9 +275,10 @@ func checkFields(ctx context.Context, cfg Config, src source.Source, set []field
 }
 
 // readSettled reads a sample; while some field is blank on every entity it
-// reads again, until settle has passed: DCGM samples a watched field at its
-// update frequency, so the first read right after the watch may precede the
-// first sample (DCGM user guide, "Field watches").
+// reads again, until settle has passed: "the first update of the field will
+// not occur until the next field update cycle" (dcgm_agent.h,
+// dcgmWatchFields, in go-dcgm's bundled headers), so a read right after the
+// watch may precede the first sample.
 func readSettled(ctx context.Context, src source.Source, settle time.Duration) (*source.Sample, int, error) {
 	deadline := time.Now().Add(settle)
 	for reads := 1; ; reads++ {
