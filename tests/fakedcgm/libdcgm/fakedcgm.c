@@ -198,6 +198,12 @@ struct watch {
     long long freq;
     double keep_age;
     int keep_samples;
+    /* first_sample is when the watch's first sample exists (usec). "The
+     * first update of the field will not occur until the next field update
+     * cycle. To force a field update cycle, call dcgmUpdateAllFields(1)"
+     * (dcgm_agent.h, dcgmWatchFields): one update period after the watch,
+     * or at the next dcgmUpdateAllFields. */
+    long long first_sample;
 };
 
 struct counter {
@@ -830,15 +836,26 @@ static int field_group_has(const struct field_group *fg, int field)
     return 0;
 }
 
-static int watched(int eg, int id, int field)
+static long long now_usec(void);
+
+/* watch_state tells whether a watch covers (entity, field): 0 no, 1 yes but
+ * its first update cycle has not run yet, 2 yes with samples. */
+static int watch_state(int eg, int id, int field)
 {
+    int state = 0;
+    long long now = now_usec();
     for (int i = 0; i < MAX_WATCHES; i++) {
         struct watch *w = &watches[i];
-        if (w->used && group_has(&groups[w->group], eg, id) && field_group_has(&field_groups[w->field_group], field))
-            return 1;
+        if (w->used && group_has(&groups[w->group], eg, id) && field_group_has(&field_groups[w->field_group], field)) {
+            if (now >= w->first_sample)
+                return 2;
+            state = 1;
+        }
     }
-    return 0;
+    return state;
 }
+
+static int watched(int eg, int id, int field) { return watch_state(eg, id, field) != 0; }
 
 static long long now_usec(void)
 {
@@ -959,9 +976,18 @@ static void lookup(int eg, int id, int field, int live, struct value *out)
         out->status = DCGM_ST_GPU_IS_LOST;
         return;
     }
-    if (!live && !watched(eg, id, field)) {
-        out->status = DCGM_ST_NOT_WATCHED;
-        return;
+    if (!live) {
+        int ws = watch_state(eg, id, field);
+        if (ws == 0) {
+            out->status = DCGM_ST_NOT_WATCHED;
+            return;
+        }
+        if (ws == 1) {
+            /* Watched, but no update cycle since: the cache holds no
+             * sample (DcgmCacheManager answers DCGM_ST_NO_DATA). */
+            out->status = DCGM_ST_NO_DATA;
+            return;
+        }
     }
     lookup_at(eg, id, field, out);
     out->group = eg; /* DCGM answers with the entity asked for */
@@ -1675,7 +1701,8 @@ API dcgmReturn_t dcgmWatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId,
     }
     for (int i = 0; i < MAX_WATCHES; i++) {
         if (!watches[i].used) {
-            watches[i] = (struct watch){1, groupId, fieldGroupId, updateFreq, maxKeepAge, maxKeepSamples};
+            watches[i] = (struct watch){1, groupId, fieldGroupId, updateFreq, maxKeepAge, maxKeepSamples,
+                                        now_usec() + updateFreq};
             RETURN(DCGM_ST_OK);
         }
     }
@@ -1694,11 +1721,18 @@ API dcgmReturn_t dcgmUnwatchFields(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupI
     RETURN(DCGM_ST_OK);
 }
 
+/* dcgmUpdateAllFields runs an update cycle: every watch has samples from
+ * now on. Waiting or not makes no difference to the fake, whose cycle is
+ * instant. */
 API dcgmReturn_t dcgmUpdateAllFields(dcgmHandle_t pDcgmHandle, int waitForUpdate)
 {
     (void)waitForUpdate;
     ENTER("dcgmUpdateAllFields");
     HANDLE(pDcgmHandle);
+    long long now = now_usec();
+    for (int i = 0; i < MAX_WATCHES; i++)
+        if (watches[i].used && watches[i].first_sample > now)
+            watches[i].first_sample = now;
     RETURN(DCGM_ST_OK);
 }
 
