@@ -114,6 +114,9 @@ check-generated: generate ## Fail when a generated file differs from what its ge
 	@git diff --exit-code --stat -- . || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- docs etc rules dashboards deployment)" || { echo "make generate wrote untracked files:"; git status --porcelain -- docs etc rules dashboards deployment; exit 1; }
 
-.PHONY: hardware-check
+.PHONY: hardware-check hardware-bin
+hardware-bin: build ## Build what a bare GPU machine needs for hardware-check (bin/gpu-exporter, bin/hardware-compare); copy bin/ and tests/hardware/ there.
+	$(GO) build -trimpath -o bin/hardware-compare ./tests/hardware
+
 hardware-check: ## On a GPU machine, never in CI: run doctor and compare the exporter (NVML, and DCGM where installed) with nvidia-smi; expects bin/gpu-exporter; report under HARDWARE_REPORT_DIR (default bin/hardware-report). Without a GPU: "no GPU: skipped", exit 0.
 	tests/hardware/run.sh $(or $(HARDWARE_REPORT_DIR),bin/hardware-report)
