@@ -24,6 +24,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
 )
 
 // app is the wired exporter.
@@ -107,6 +108,26 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 // flagSet reports whether a flag was given (on the command line or through
 // its environment twin).
 func (a *app) flagSet(name string) bool { return a.fs != nil && a.fs.Changed(name) }
+
+// openSource opens the --source backend and returns the simulated
+// kubelet's socket, if one was started.
+func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) {
+	cfg := sourceopen.Config{
+		Kind: a.o.source, Interval: a.o.interval, CollectTimeout: a.o.timeout, GPUs: a.o.gpuList,
+		DCGMMode: a.o.dcgmMode, DCGMRemoteAddress: a.o.dcgmRemoteAddress,
+		Scenario: a.o.scenario, SimKubelet: a.o.k8sEnabled != "false",
+	}
+	if a.flagSet("kubernetes.pod-resources-socket") {
+		cfg.SimKubeletSocket = a.o.k8sSocket
+	}
+	opened, err := sourceopen.Open(ctx, cfg, a.logger)
+	if err != nil {
+		return "", err
+	}
+	a.src = opened.Source
+	a.cleanup = append(a.cleanup, opened.Close)
+	return opened.KubeletSocket, nil
+}
 
 // loadCounters returns what --collect.counters lists, or the built-in set of
 // the naming. The read stops when ctx is done.

@@ -1,0 +1,187 @@
+// Package sourceopen opens the GPU source that --source names: DCGM, NVML,
+// the simulator (with its simulated kubelet), or, for auto, DCGM when it
+// answers and NVML otherwise. It is the one place that knows every source.
+package sourceopen
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+)
+
+// ProbeTimeout bounds how long Kind "auto" waits for DCGM to answer.
+const ProbeTimeout = 10 * time.Second
+
+// Config says which source to open and how.
+type Config struct {
+	// Kind is auto, dcgm, nvml or sim; anything else is auto (the flag is
+	// validated before).
+	Kind string
+	// Interval is the collection interval (DCGM's watch period);
+	// CollectTimeout bounds one collection, and so each DCGM or NVML call.
+	Interval, CollectTimeout time.Duration
+	// GPUs selects GPU indices; empty is every GPU.
+	GPUs []int
+
+	DCGMMode, DCGMRemoteAddress string
+
+	// Scenario is a built-in simulator scenario name or a YAML file path.
+	Scenario string
+	// SimKubelet starts a simulated kubelet serving the simulator's
+	// allocations; SimKubeletSocket is its socket path (empty: a new
+	// temporary directory's kubelet.sock).
+	SimKubelet       bool
+	SimKubeletSocket string
+}
+
+// Opened is an open source.
+type Opened struct {
+	Source source.Source
+	// KubeletSocket is the simulated kubelet's socket, or "".
+	KubeletSocket string
+	cleanup       []func()
+}
+
+// Close releases the source and whatever was started with it, last opened
+// first. It is safe to call more than once.
+func (o *Opened) Close() {
+	for i := len(o.cleanup) - 1; i >= 0; i-- {
+		o.cleanup[i]()
+	}
+	o.cleanup = nil
+}
+
+// Open opens the source cfg names. On error nothing stays open.
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Opened, err error) {
+	o := &Opened{}
+	defer func() {
+		if err != nil {
+			o.Close()
+		}
+	}()
+	switch cfg.Kind {
+	case "sim":
+		err = o.openSim(ctx, cfg, logger)
+	case "dcgm":
+		// An explicit DCGM source starts even while the hostengine is down:
+		// it reconnects with backoff and gpu_exporter_source_up says so.
+		err = o.openDCGM(cfg, logger)
+	case "nvml":
+		err = o.openNVML(cfg, logger)
+	default:
+		err = o.openAuto(ctx, cfg, logger)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// callTimeout bounds one DCGM or NVML call: at most 10s, and never more
+// than a whole collection may take.
+func callTimeout(cfg Config) time.Duration {
+	return min(dcgm.DefaultCallTimeout, cfg.CollectTimeout)
+}
+
+func (o *Opened) openNVML(cfg Config, logger *slog.Logger) error {
+	src, err := nvml.New(nvml.Config{CallTimeout: callTimeout(cfg), GPUs: cfg.GPUs}, logger)
+	if err != nil {
+		return fmt.Errorf("--source=nvml: %w", err)
+	}
+	o.Source = src
+	o.cleanup = append(o.cleanup, func() { _ = src.Close() })
+	return nil
+}
+
+func (o *Opened) openDCGM(cfg Config, logger *slog.Logger) error {
+	src, err := dcgm.New(dcgm.Config{
+		Mode: cfg.DCGMMode, RemoteAddress: cfg.DCGMRemoteAddress,
+		Interval: cfg.Interval, CallTimeout: callTimeout(cfg), Health: true, GPUs: cfg.GPUs,
+	}, logger)
+	if err != nil {
+		return fmt.Errorf("--source=dcgm: %w", err)
+	}
+	o.Source = src
+	o.cleanup = append(o.cleanup, func() { _ = src.Close() })
+	return nil
+}
+
+// openAuto picks DCGM when it answers, else NVML when the driver's library
+// is there, and says why neither would do otherwise.
+func (o *Opened) openAuto(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if err := o.openDCGM(cfg, logger); err != nil {
+		return fmt.Errorf("--source=auto: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	_, dcgmErr := o.Source.Inventory(pctx)
+	if dcgmErr == nil {
+		logger.Info("--source=auto picked DCGM", "mode", cfg.DCGMMode)
+		return nil
+	}
+	o.Close() // the DCGM source was the only thing opened so far
+	o.Source = nil
+	nvmlErr := nvml.Available(pctx)
+	if nvmlErr == nil {
+		logger.Info("--source=auto picked NVML: DCGM did not answer", "dcgm_err", dcgmErr)
+		return o.openNVML(cfg, logger)
+	}
+	return fmt.Errorf("--source=auto: no GPU source answered: DCGM: %w; NVML: %w. Use --source=dcgm to wait for a hostengine, or --source=sim to try the simulator", dcgmErr, nvmlErr)
+}
+
+// openSim loads the scenario, starts the simulator and its simulated
+// kubelet, so that the real pod-resources client path runs against it.
+func (o *Opened) openSim(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	scn, err := LoadScenario(ctx, cfg.Scenario)
+	if err != nil {
+		return fmt.Errorf("--sim.scenario: %w", err)
+	}
+	src := sim.New(scn)
+	o.Source = src
+	o.cleanup = append(o.cleanup, func() { _ = src.Close() })
+	if !cfg.SimKubelet {
+		return nil
+	}
+	socket := cfg.SimKubeletSocket
+	if socket == "" {
+		dir, err := os.MkdirTemp("", "gpu-exporter-sim-")
+		if err != nil {
+			return fmt.Errorf("simulated kubelet: %w", err)
+		}
+		o.cleanup = append(o.cleanup, func() { _ = os.RemoveAll(dir) })
+		socket = filepath.Join(dir, "kubelet.sock")
+	}
+	kubelet, err := fake.Start(socket)
+	if err != nil {
+		return fmt.Errorf("simulated kubelet on %s: %w", socket, err)
+	}
+	o.cleanup = append(o.cleanup, kubelet.Stop)
+	kubelet.FollowSim(src)
+	o.KubeletSocket = socket
+	logger.Info("simulator running", "scenario", cfg.Scenario, "simulated_kubelet", socket)
+	return nil
+}
+
+// LoadScenario takes a built-in scenario name or a file path. A file must
+// be a regular file; its read stops at a deadline or when ctx is done.
+func LoadScenario(ctx context.Context, name string) (*sim.Scenario, error) {
+	if !strings.ContainsAny(name, "/.") {
+		return sim.LoadBuiltin(name)
+	}
+	data, err := config.ReadFile(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return sim.Parse(name, data)
+}

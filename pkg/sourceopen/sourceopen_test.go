@@ -1,0 +1,79 @@
+package sourceopen
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOpenSim(t *testing.T) {
+	t.Parallel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	given := filepath.Join(t.TempDir(), "kubelet.sock")
+	tests := []struct {
+		name       string
+		cfg        Config
+		wantSocket string // "temp": a new temporary socket; "": none
+		wantErr    string
+	}{
+		{name: "no kubelet", cfg: Config{Kind: "sim", Scenario: "demo"}},
+		{name: "kubelet on a temporary socket", cfg: Config{Kind: "sim", Scenario: "demo", SimKubelet: true}, wantSocket: "temp"},
+		{name: "kubelet on the given socket", cfg: Config{Kind: "sim", Scenario: "demo", SimKubelet: true, SimKubeletSocket: given}, wantSocket: given},
+		{name: "unknown built-in scenario", cfg: Config{Kind: "sim", Scenario: "nosuch"}, wantErr: "--sim.scenario"},
+		{name: "missing scenario file", cfg: Config{Kind: "sim", Scenario: "/nonexistent/s.yaml"}, wantErr: "--sim.scenario: scenario:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			o, err := Open(ctx, tt.cfg, logger)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Open: err %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer o.Close()
+			if o.Source == nil || o.Source.Name() != "sim" {
+				t.Fatalf("Source = %v, want the simulator", o.Source)
+			}
+			if _, err := o.Source.Inventory(ctx); err != nil {
+				t.Fatalf("Inventory: %v", err)
+			}
+			switch tt.wantSocket {
+			case "":
+				if o.KubeletSocket != "" {
+					t.Fatalf("KubeletSocket = %q, want none", o.KubeletSocket)
+				}
+				return
+			case "temp":
+			default:
+				if o.KubeletSocket != tt.wantSocket {
+					t.Fatalf("KubeletSocket = %q, want %q", o.KubeletSocket, tt.wantSocket)
+				}
+			}
+			if _, err := os.Stat(o.KubeletSocket); err != nil {
+				t.Fatalf("simulated kubelet socket: %v", err)
+			}
+			socket := o.KubeletSocket
+			o.Close()
+			o.Close() // twice is harmless
+			if tt.wantSocket == "temp" {
+				if _, err := os.Stat(filepath.Dir(socket)); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("temporary directory %s left after Close: %v", filepath.Dir(socket), err)
+				}
+			}
+		})
+	}
+}
