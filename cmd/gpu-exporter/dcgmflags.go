@@ -25,7 +25,7 @@ const (
 )
 
 // alias is one of dcgm-exporter's command-line flags (its urfave/cli name,
-// short forms and environment variables).
+// short forms and environment variables): one row of the table below.
 type alias struct {
 	name    string
 	short   string // one letter, or "" (pflag shorthands are one letter)
@@ -35,9 +35,9 @@ type alias struct {
 	kind    aliasKind
 	// target is the gpu-exporter flag a mapped alias sets.
 	target string
-	// convert turns the alias's value into target's; nil copies it. ok false
-	// leaves target alone (a boolean given as false, "all devices").
-	convert func(v string) (out string, ok bool, err error)
+	// convert turns the alias's value into target's; the zero conversion
+	// copies it.
+	convert conversion
 	// def is dcgm-exporter's default; an unsupported alias given it is
 	// accepted.
 	def string
@@ -49,32 +49,46 @@ type alias struct {
 	deferTo string
 }
 
+// conversion turns a dcgm-exporter flag's value into the value of the
+// gpu-exporter flag it sets, and says so in the usage text.
+type conversion struct {
+	typ  string // the value's type in the usage text; "" is string
+	note string // what is accepted or done, in the usage text
+	// fn returns the target's value; ok false leaves the target alone (a
+	// boolean given as false, "all devices"). nil copies the value.
+	fn func(v string) (out string, ok bool, err error)
+}
+
 // dcgmExporterAliases lists dcgm-exporter's flags, as its pkg/cmd/app.go
 // declares them.
 func dcgmExporterAliases() []alias {
+	var (
+		ms      = conversion{"milliseconds", "milliseconds", milliseconds}
+		boolean = conversion{"bool", "true or false", boolValue}
+	)
 	return []alias{
 		{name: "collectors", short: "f", env: "DCGM_EXPORTER_COLLECTORS", target: "collect.counters"},
 		{name: "address", short: "a", env: "DCGM_EXPORTER_LISTEN", target: "web.listen-address"},
-		{name: "collect-interval", short: "c", env: "DCGM_EXPORTER_INTERVAL", target: "collect.interval", convert: milliseconds},
-		{name: "kubernetes", short: "k", env: "DCGM_EXPORTER_KUBERNETES", boolean: true, target: "kubernetes.enabled", convert: boolValue},
-		{name: "kubernetes-gpu-id-type", env: "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", target: "kubernetes.gpu-id-type", convert: gpuIDType},
+		{name: "collect-interval", short: "c", env: "DCGM_EXPORTER_INTERVAL", target: "collect.interval", convert: ms},
+		{name: "kubernetes", short: "k", env: "DCGM_EXPORTER_KUBERNETES", boolean: true, target: "kubernetes.enabled", convert: boolean},
+		{name: "kubernetes-gpu-id-type", env: "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", target: "kubernetes.gpu-id-type", convert: conversion{"", "uid or device-name", gpuIDType}},
 		{name: "remote-hostengine-info", short: "r", env: "DCGM_REMOTE_HOSTENGINE_INFO", target: "dcgm.remote-address"},
-		{name: "devices", short: "d", env: "DCGM_EXPORTER_DEVICES_STR", target: "collect.gpus", convert: deviceSelection},
-		{name: "use-old-namespace", short: "o", env: "DCGM_EXPORTER_USE_OLD_NAMESPACE", boolean: true, target: "naming.old-namespace", convert: boolValue},
+		{name: "devices", short: "d", env: "DCGM_EXPORTER_DEVICES_STR", target: "collect.gpus", convert: conversion{"", "f, g or g:<ids>; MIG instances come with their GPU", deviceSelection}},
+		{name: "use-old-namespace", short: "o", env: "DCGM_EXPORTER_USE_OLD_NAMESPACE", boolean: true, target: "naming.old-namespace", convert: boolean},
 		{name: "no-hostname", short: "n", env: "DCGM_EXPORTER_NO_HOSTNAME", boolean: true, target: "naming.hostname-label", convert: ifTrue("none")},
-		{name: "xid-count-window-size", short: "x", env: "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", target: "naming.xid-count-window", convert: milliseconds},
-		{name: "clock-events-count-window-size", env: "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", target: "naming.clock-events-count-window", convert: milliseconds},
-		{name: "replace-blanks-in-model-name", long2: "rbmn", env: "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", boolean: true, target: "naming.replace-blanks-in-model-name", convert: boolValue},
+		{name: "xid-count-window-size", short: "x", env: "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", target: "naming.xid-count-window", convert: ms},
+		{name: "clock-events-count-window-size", env: "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", target: "naming.clock-events-count-window", convert: ms},
+		{name: "replace-blanks-in-model-name", long2: "rbmn", env: "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", boolean: true, target: "naming.replace-blanks-in-model-name", convert: boolean},
 		{name: "web-config-file", env: "DCGM_EXPORTER_WEB_CONFIG_FILE", target: "web.config.file"},
-		{name: "web-systemd-socket", env: "DCGM_EXPORTER_SYSTEMD_SOCKET", boolean: true, target: "web.systemd-socket", convert: boolValue},
+		{name: "web-systemd-socket", env: "DCGM_EXPORTER_SYSTEMD_SOCKET", boolean: true, target: "web.systemd-socket", convert: boolean},
 		{name: "pod-resources-kubelet-socket", env: "DCGM_POD_RESOURCES_KUBELET_SOCKET", target: "kubernetes.pod-resources-socket"},
 		{name: "nvidia-resource-names", env: "NVIDIA_RESOURCE_NAMES", target: "kubernetes.resource-names"},
 		{name: "debug", env: "DCGM_EXPORTER_DEBUG", boolean: true, target: "log.level", convert: ifTrue("debug")},
-		{name: "log-format", env: "DCGM_EXPORTER_LOG_FORMAT", target: "log.format", convert: logFormat},
-		{name: "enable-pprof", env: "DCGM_EXPORTER_ENABLE_PPROF", boolean: true, target: "web.enable-pprof", convert: boolValue},
+		{name: "log-format", env: "DCGM_EXPORTER_LOG_FORMAT", target: "log.format", convert: conversion{"", "text or json", logFormat}},
+		{name: "enable-pprof", env: "DCGM_EXPORTER_ENABLE_PPROF", boolean: true, target: "web.enable-pprof", convert: boolean},
 		// Every container sharing a GPU has its own series anyway; the flag
 		// adds dcgm-exporter's vgpu label to them.
-		{name: "kubernetes-virtual-gpus", env: "KUBERNETES_VIRTUAL_GPUS", boolean: true, target: "naming.vgpu-label", convert: boolValue},
+		{name: "kubernetes-virtual-gpus", env: "KUBERNETES_VIRTUAL_GPUS", boolean: true, target: "naming.vgpu-label", convert: boolean},
 
 		{name: "kubernetes-enable-dra", env: "KUBERNETES_ENABLE_DRA", boolean: true, kind: already,
 			note: "DRA allocations are read with --kubernetes.gpu-id-type=auto (the default) or dra"},
@@ -96,7 +110,7 @@ func dcgmExporterAliases() []alias {
 		{name: "kubernetes-pod-label-allowlist-regex", env: "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", target: "kubernetes.pod-labels"},
 		{name: "kubernetes-enable-pod-labels", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", boolean: true, target: "kubernetes.pod-labels", convert: ifTrue(".*"),
 			deferTo: "kubernetes-pod-label-allowlist-regex"},
-		{name: "kubernetes-enable-pod-uid", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", boolean: true, target: "kubernetes.pod-uid", convert: boolValue},
+		{name: "kubernetes-enable-pod-uid", env: "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", boolean: true, target: "kubernetes.pod-uid", convert: boolean},
 		{name: "fake-gpus", env: "DCGM_EXPORTER_USE_FAKE_GPUS", boolean: true, kind: unsupported, def: "false",
 			note: "use --source=sim for simulated GPUs"},
 		{name: "enable-dcgm-log", env: "DCGM_EXPORTER_ENABLE_DCGM_LOG", boolean: true, kind: unsupported, def: "false",
@@ -139,48 +153,47 @@ func (u compatUse) explain(err error) error {
 	return err
 }
 
-// aliasSet is the dcgm-exporter flags registered on a flag set.
+// aliasSet is the dcgm-exporter flags declared on a flag set, with the
+// values given on the command line, as given.
 type aliasSet struct {
 	list   []alias
 	values map[string]*string // by alias name
 }
 
-// addDCGMExporterFlags registers dcgm-exporter's flags on fs, after
-// gpu-exporter's own. Mapped ones show in the usage; the others are hidden.
+// addDCGMExporterFlags declares dcgm-exporter's flags on fs, after
+// gpu-exporter's own: each one a pflag flag with its short form, a second
+// long name (-rbmn) as a pflag normalisation, and an aliasValue holding
+// what was given until parseFlags converts it onto the target. Mapped ones
+// show in the usage; the others are hidden.
 func addDCGMExporterFlags(fs *pflag.FlagSet) aliasSet {
 	as := aliasSet{list: dcgmExporterAliases(), values: map[string]*string{}}
+	long2 := map[string]string{}
 	for _, a := range as.list {
 		v := new(string)
-		as.values[a.name] = v
-		usage := "dcgm-exporter's --" + a.name
-		switch a.kind {
-		case mapped:
-			usage += ": sets --" + a.target
-			if a.convert != nil {
-				usage += " (" + convertNote(a) + ")"
-			}
-			usage += ". Environment: " + a.env + "."
-		default:
-			usage += ": " + a.note + "."
-		}
 		*v = a.def
-		f := fs.VarPF(aliasValue{v, aliasType(a)}, a.name, a.short, usage)
+		as.values[a.name] = v
+		f := fs.VarPF(aliasValue{v, a.valueType()}, a.name, a.short, a.usage())
 		if a.boolean {
 			f.NoOptDefVal = "true"
-		}
-		if a.long2 != "" {
-			fs.VarPF(aliasValue{v, aliasType(a)}, a.long2, "", usage).NoOptDefVal = f.NoOptDefVal
-			_ = fs.MarkHidden(a.long2)
 		}
 		if a.kind != mapped {
 			_ = fs.MarkHidden(a.name)
 		}
+		if a.long2 != "" {
+			long2[a.long2] = a.name
+		}
 	}
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if n, ok := long2[name]; ok {
+			name = n
+		}
+		return pflag.NormalizedName(name)
+	})
 	return as
 }
 
-// aliasValue holds a dcgm-exporter flag's value as given; apply converts
-// it. Its type only names the value in the usage text.
+// aliasValue holds a dcgm-exporter flag's value as given; its type only
+// names the value in the usage text.
 type aliasValue struct {
 	v   *string
 	typ string
@@ -190,52 +203,35 @@ func (a aliasValue) String() string     { return *a.v }
 func (a aliasValue) Set(s string) error { *a.v = s; return nil }
 func (a aliasValue) Type() string       { return a.typ }
 
-// aliasType names the kind of value a dcgm-exporter flag takes.
-func aliasType(a alias) string {
+// valueType names the kind of value a dcgm-exporter flag takes.
+func (a alias) valueType() string {
 	switch {
 	case a.boolean:
 		return "bool"
-	case a.target == "collect.interval" || strings.HasSuffix(a.target, "-window"):
-		return "milliseconds"
+	case a.convert.typ != "":
+		return a.convert.typ
 	}
 	return "string"
 }
 
-// convertNote explains a conversion in the usage text.
-func convertNote(a alias) string {
-	switch a.target {
-	case "collect.interval", "naming.xid-count-window", "naming.clock-events-count-window":
-		return "milliseconds"
-	case "collect.gpus":
-		return "f, g or g:<ids>; MIG instances come with their GPU"
-	case "naming.hostname-label":
-		return "to none"
-	case "log.level":
-		return "to debug"
-	case "log.format":
-		return "text or json"
-	case "kubernetes.gpu-id-type":
-		return "uid or device-name"
+// usage is the flag's line in the usage text.
+func (a alias) usage() string {
+	usage := "dcgm-exporter's --" + a.name
+	if a.kind != mapped {
+		return usage + ": " + a.note + "."
 	}
-	return "true or false"
-}
-
-// has reports whether name is one of dcgm-exporter's flags.
-func (as aliasSet) has(name string) bool {
-	for _, a := range as.list {
-		if a.name == name || (a.long2 != "" && a.long2 == name) {
-			return true
-		}
+	usage += ": sets --" + a.target
+	if a.convert.note != "" {
+		usage += " (" + a.convert.note + ")"
 	}
-	return false
+	return usage + ". Environment: " + a.env + "."
 }
 
 // applyFlags applies the dcgm-exporter flags given on the command line. A
 // mapped flag whose gpu-exporter twin is also given is an error.
 func (as aliasSet) applyFlags(fs *pflag.FlagSet, use *compatUse) error {
 	for _, a := range as.list {
-		given := fs.Changed(a.name) || (a.long2 != "" && fs.Changed(a.long2))
-		if !given || (a.deferTo != "" && fs.Changed(a.deferTo)) {
+		if !fs.Changed(a.name) || (a.deferTo != "" && fs.Changed(a.deferTo)) {
 			continue
 		}
 		spelled := "--" + a.name
@@ -245,26 +241,37 @@ func (as aliasSet) applyFlags(fs *pflag.FlagSet, use *compatUse) error {
 		if a.kind == mapped && fs.Changed(a.target) {
 			return fmt.Errorf("%s and --%s both given; they set the same thing: keep one", spelled, a.target)
 		}
-		if err := as.apply(fs, a, *as.values[a.name], spelled, use); err != nil {
+		if err := a.apply(fs, *as.values[a.name], spelled, use); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// applyEnv applies dcgm-exporter's environment variables whose flag (ours
-// or dcgm-exporter's) was not given on the command line or through a
-// GPU_EXPORTER_* variable.
+// applyEnv fills each flag not given on the command line from the
+// environment: first every gpu-exporter flag from its GPU_EXPORTER_* twin,
+// then, in one loop over the table, each dcgm-exporter variable whose flag
+// (ours or dcgm-exporter's) is still unset.
 func (as aliasSet) applyEnv(fs *pflag.FlagSet, getenv func(string) string, use *compatUse) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		v := getenv(envName(f.Name))
+		if err != nil || f.Changed || v == "" || as.values[f.Name] != nil {
+			return
+		}
+		if serr := fs.Set(f.Name, v); serr != nil {
+			err = fmt.Errorf("environment variable %s=%q (for --%s): %w", envName(f.Name), v, f.Name, serr)
+		}
+	})
+	if err != nil {
+		return err
+	}
 	for _, a := range as.list {
 		v := getenv(a.env)
-		if v == "" || fs.Changed(a.name) || (a.long2 != "" && fs.Changed(a.long2)) {
+		if v == "" || fs.Changed(a.name) || (a.kind == mapped && fs.Changed(a.target)) {
 			continue
 		}
-		if a.kind == mapped && fs.Changed(a.target) {
-			continue
-		}
-		if err := as.apply(fs, a, v, "environment variable "+a.env, use); err != nil {
+		if err := a.apply(fs, v, "environment variable "+a.env, use); err != nil {
 			return err
 		}
 	}
@@ -272,7 +279,7 @@ func (as aliasSet) applyEnv(fs *pflag.FlagSet, getenv func(string) string, use *
 }
 
 // apply acts on one dcgm-exporter flag given value v, named where in errors.
-func (as aliasSet) apply(fs *pflag.FlagSet, a alias, v, where string, use *compatUse) error {
+func (a alias) apply(fs *pflag.FlagSet, v, where string, use *compatUse) error {
 	use.given = append(use.given, strings.TrimPrefix(where, "environment variable "))
 	switch a.kind {
 	case already:
@@ -285,9 +292,9 @@ func (as aliasSet) apply(fs *pflag.FlagSet, a alias, v, where string, use *compa
 		return fmt.Errorf("%s=%q (dcgm-exporter) is not supported: %s", where, v, a.note)
 	}
 	out, ok := v, true
-	if a.convert != nil {
+	if a.convert.fn != nil {
 		var err error
-		if out, ok, err = a.convert(v); err != nil {
+		if out, ok, err = a.convert.fn(v); err != nil {
 			return fmt.Errorf("%s=%q (dcgm-exporter): %w", where, v, err)
 		}
 	}
@@ -332,14 +339,14 @@ func boolValue(v string) (string, bool, error) {
 
 // ifTrue sets the target to out when the boolean is true, and leaves it
 // alone when false.
-func ifTrue(out string) func(string) (string, bool, error) {
-	return func(v string) (string, bool, error) {
+func ifTrue(out string) conversion {
+	return conversion{"bool", "to " + out, func(v string) (string, bool, error) {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return "", false, fmt.Errorf("want true or false")
 		}
 		return out, b, nil
-	}
+	}}
 }
 
 func gpuIDType(v string) (string, bool, error) {

@@ -167,22 +167,6 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if err := aliases.applyFlags(fs, &o.dcgmExporter); err != nil {
 		return nil, fs, err
 	}
-	var envErr error
-	fs.VisitAll(func(f *pflag.Flag) {
-		if envErr != nil || f.Changed || aliases.has(f.Name) {
-			return
-		}
-		v := getenv(envName(f.Name))
-		if v == "" {
-			return
-		}
-		if err := fs.Set(f.Name, v); err != nil {
-			envErr = fmt.Errorf("environment variable %s=%q (for --%s): %w", envName(f.Name), v, f.Name, err)
-		}
-	})
-	if envErr != nil {
-		return nil, fs, envErr
-	}
 	if err := aliases.applyEnv(fs, getenv, &o.dcgmExporter); err != nil {
 		return nil, fs, err
 	}
