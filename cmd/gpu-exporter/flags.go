@@ -91,7 +91,7 @@ func (p promslogValue) Type() string       { return p.typ }
 func newFlagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("gpu-exporter", pflag.ContinueOnError)
 	fs.SortFlags = false
-	fs.StringSliceVar(&o.listenAddresses, "web.listen-address", []string{":9400"}, "Addresses to listen on for HTTP requests (repeatable or comma-separated).")
+	fs.StringSliceVar(&o.listenAddresses, "web.listen-address", []string{":9400"}, "Addresses to listen on for HTTP requests (repeatable or comma-separated): host:port, or vsock://:port or vsock://CID:port (virtio-vsock).")
 	fs.StringVar(&o.webConfigFile, "web.config.file", "", "Path to a web configuration file enabling TLS and/or basic auth (exporter-toolkit format).")
 	fs.BoolVar(&o.systemdSocket, "web.systemd-socket", false, "Use systemd socket activation listeners instead of --web.listen-address.")
 	fs.StringVar(&o.telemetryPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")

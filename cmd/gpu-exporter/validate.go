@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -38,7 +39,11 @@ func (o *options) validateWeb(*pflag.FlagSet) error {
 		return fmt.Errorf("--web.listen-address: at least one address is required (or --web.systemd-socket)")
 	}
 	for i, addr := range o.listenAddresses {
-		if err := checkListenAddress(addr); err != nil {
+		check := checkListenAddress
+		if server.IsVsockAddress(addr) {
+			check = checkVsockAddress
+		}
+		if err := check(addr); err != nil {
 			return fmt.Errorf("--web.listen-address %q: %w", addr, err)
 		}
 		if slices.Contains(o.listenAddresses[:i], addr) {
@@ -76,6 +81,25 @@ func checkListenAddress(addr string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// checkVsockAddress checks a vsock://[CID]:port address as exporter-toolkit
+// reads it (web.ListenAndServe: url.Parse, then the port as a 32-bit
+// number), so that a bad one fails here, naming the flag, rather than once
+// serving.
+func checkVsockAddress(addr string) error {
+	u, err := url.Parse(addr)
+	if err != nil {
+		return fmt.Errorf("want vsock://:port or vsock://CID:port: %w", err)
+	}
+	_, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return fmt.Errorf("want vsock://:port or vsock://CID:port: %w", err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 32); err != nil {
+		return fmt.Errorf("vsock port %q is not a number from 0 to 4294967295", port)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +34,8 @@ type Pages interface {
 
 // Config configures the HTTP server.
 type Config struct {
-	// ListenAddresses are host:port pairs to listen on.
+	// ListenAddresses are host:port pairs to listen on, or vsock://:port
+	// (vsock://CID:port) addresses, which exporter-toolkit opens.
 	ListenAddresses []string
 	// WebConfigFile is exporter-toolkit's TLS and auth file; empty for none.
 	WebConfigFile string
@@ -164,10 +167,24 @@ func landingPage(cfg Config) (http.Handler, error) {
 // Handler returns the server's handler, without TLS or auth (for tests).
 func (s *Server) Handler() http.Handler { return s.http.Handler }
 
+// IsVsockAddress reports whether a listen address is a vsock:// address,
+// which exporter-toolkit's web.ListenAndServe listens on (its
+// tls_config.go, "vsock://").
+func IsVsockAddress(addr string) bool { return strings.HasPrefix(addr, "vsock://") }
+
+// byToolkit reports whether exporter-toolkit's web.ListenAndServe opens the
+// main listeners: for systemd socket activation and vsock addresses, which
+// it alone knows how to open.
+func (s *Server) byToolkit() bool {
+	return s.cfg.SystemdSocket || slices.ContainsFunc(s.cfg.ListenAddresses, IsVsockAddress)
+}
+
 // Listen opens the listeners, so that "address in use" is reported at start
-// rather than from a goroutine.
+// rather than from a goroutine. With systemd socket activation or a vsock
+// address, exporter-toolkit opens the main listeners in Serve instead, and
+// Addrs is empty.
 func (s *Server) Listen() error {
-	if !s.cfg.SystemdSocket {
+	if !s.byToolkit() {
 		for _, addr := range s.cfg.ListenAddresses {
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -233,7 +250,7 @@ func (s *Server) serveMain() error {
 	systemd := s.cfg.SystemdSocket
 	addrs := s.cfg.ListenAddresses
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &cfgFile}
-	if systemd {
+	if s.byToolkit() {
 		return web.ListenAndServe(s.http, flags, s.logger)
 	}
 	return web.ServeMultiple(s.listener, s.http, flags, s.logger)
