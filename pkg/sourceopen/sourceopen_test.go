@@ -3,7 +3,6 @@ package sourceopen
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -15,7 +14,7 @@ import (
 
 func TestOpenSim(t *testing.T) {
 	t.Parallel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	given := filepath.Join(t.TempDir(), "kubelet.sock")
 	tests := []struct {
 		name       string
