@@ -51,6 +51,9 @@ func (o *options) validateWeb(*pflag.FlagSet) error {
 		}
 	}
 	if o.healthAddress != "" {
+		if server.IsVsockAddress(o.healthAddress) {
+			return fmt.Errorf("--web.health-listen-address %q: the health listener is plain TCP (host:port); vsock:// addresses are for --web.listen-address", o.healthAddress)
+		}
 		if err := checkListenAddress(o.healthAddress); err != nil {
 			return fmt.Errorf("--web.health-listen-address %q: %w", o.healthAddress, err)
 		}
