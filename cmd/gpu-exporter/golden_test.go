@@ -20,9 +20,9 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
@@ -91,7 +91,7 @@ func newDemoRig(t *testing.T) *demoRig {
 	now.Store(t0)
 	src := sim.New(scn, sim.WithClock(now.Load), sim.WithStart(t0))
 
-	kubelet, err := fake.Start(filepath.Join(t.TempDir(), "kubelet.sock"))
+	kubelet, err := kubelet.Start(filepath.Join(t.TempDir(), "kubelet.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/tests/fakedcgm"
 )
 
@@ -45,7 +45,7 @@ func TestDoctorOnFakeDCGM(t *testing.T) {
 	cases := []struct {
 		name    string
 		state   func(fakedcgm.State) fakedcgm.State
-		kubelet func(*fake.Server)
+		kubelet func(*kubelet.Server)
 		// noSysAdmin: the process lacks CAP_SYS_ADMIN.
 		noSysAdmin bool
 		checks     []check
@@ -53,8 +53,8 @@ func TestDoctorOnFakeDCGM(t *testing.T) {
 	}{
 		{
 			name: "healthy",
-			kubelet: func(k *fake.Server) {
-				k.SetPods([]fake.Pod{{Namespace: "ml", Name: "train", Containers: []fake.Container{{Name: "c", Devices: []fake.Device{{Resource: "nvidia.com/gpu", IDs: []string{uuid}}}}}}})
+			kubelet: func(k *kubelet.Server) {
+				k.SetPods([]kubelet.Pod{{Namespace: "ml", Name: "train", Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{{Resource: "nvidia.com/gpu", IDs: []string{uuid}}}}}}})
 			},
 			checks: []check{
 				{CheckSource, OK, []string{"uses dcgm (embedded hostengine)", "1 GPUs (1× NVIDIA H100 80GB HBM3), driver 570.86.15"}},
@@ -96,8 +96,8 @@ func TestDoctorOnFakeDCGM(t *testing.T) {
 		},
 		{
 			name: "kubelet ids of another node's GPUs",
-			kubelet: func(k *fake.Server) {
-				k.SetPods([]fake.Pod{{Namespace: "ml", Name: "train", Containers: []fake.Container{{Name: "c", Devices: []fake.Device{{Resource: "nvidia.com/gpu", IDs: []string{"GPU-ffffffff-bbbb-cccc-dddd-000000000000"}}}}}}})
+			kubelet: func(k *kubelet.Server) {
+				k.SetPods([]kubelet.Pod{{Namespace: "ml", Name: "train", Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{{Resource: "nvidia.com/gpu", IDs: []string{"GPU-ffffffff-bbbb-cccc-dddd-000000000000"}}}}}}})
 			},
 			checks: []check{{CheckKubelet, Warn, []string{"1 unmatched device ids: unknown_gpu", "GPU-ffffffff-bbbb-cccc-dddd-000000000000"}}},
 		},

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // fakeSource is a source whose every answer a test chooses.
@@ -91,14 +91,14 @@ func catalog(t *testing.T) *fields.Catalog {
 }
 
 // startKubelet serves the fake kubelet on a short socket path.
-func startKubelet(t *testing.T) *fake.Server {
+func startKubelet(t *testing.T) *kubelet.Server {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "doc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	k, err := fake.Start(filepath.Join(dir, "k.sock"))
+	k, err := kubelet.Start(filepath.Join(dir, "k.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestDoctorChecks(t *testing.T) {
 		// src is the source; nil: a working one-GPU fake.
 		src *fakeSource
 		// kubelet prepares the fake kubelet; nil: no kubelet (socket missing).
-		kubelet func(*fake.Server)
+		kubelet func(*kubelet.Server)
 		edit    func(*Config)
 		checks  []check
 		failed  bool
@@ -310,14 +310,14 @@ func TestDoctorChecks(t *testing.T) {
 		},
 		{
 			name:    "kubelet List fails",
-			kubelet: func(k *fake.Server) { k.SetError(status.Error(codes.Internal, "boom")) },
+			kubelet: func(k *kubelet.Server) { k.SetError(status.Error(codes.Internal, "boom")) },
 			checks:  []check{{CheckKubelet, Fail, []string{"List", "boom", "kubelet runs"}}},
 			failed:  true,
 		},
 		{
 			name: "kubelet ids matched, unmatched and malformed",
-			kubelet: func(k *fake.Server) {
-				k.SetPods([]fake.Pod{{Namespace: "ml", Name: "train", Containers: []fake.Container{{Name: "c", Devices: []fake.Device{
+			kubelet: func(k *kubelet.Server) {
+				k.SetPods([]kubelet.Pod{{Namespace: "ml", Name: "train", Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{
 					{Resource: "nvidia.com/gpu", IDs: []string{testUUID, "GPU-99999999-2222-3333-4444-555555555555", "not an id"}},
 				}}}}})
 				k.SetAllocatable(map[string][]string{"nvidia.com/gpu": {testUUID}})
@@ -331,8 +331,8 @@ func TestDoctorChecks(t *testing.T) {
 		},
 		{
 			name: "kubelet reports only other resources",
-			kubelet: func(k *fake.Server) {
-				k.SetPods([]fake.Pod{{Namespace: "ml", Name: "train", Containers: []fake.Container{{Name: "c", Devices: []fake.Device{
+			kubelet: func(k *kubelet.Server) {
+				k.SetPods([]kubelet.Pod{{Namespace: "ml", Name: "train", Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{
 					{Resource: "example.com/gpu", IDs: []string{testUUID}},
 				}}}}})
 			},
@@ -340,7 +340,7 @@ func TestDoctorChecks(t *testing.T) {
 		},
 		{
 			name:    "kubelet off",
-			kubelet: func(*fake.Server) {},
+			kubelet: func(*kubelet.Server) {},
 			edit:    func(c *Config) { c.Kubernetes.Enabled = "false" },
 			checks:  []check{{CheckKubelet, OK, []string{"off"}}},
 		},

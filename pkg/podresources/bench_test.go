@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 const benchGPUs = 64
@@ -29,8 +29,8 @@ func benchInventory() *source.Inventory {
 
 // benchPods: 64 pods. Exclusive: pod i holds GPU i. Shared: every pod holds
 // a time-sliced replica of every GPU (64 holders per GPU).
-func benchPods(shared bool) []fake.Pod {
-	pods := make([]fake.Pod, benchGPUs)
+func benchPods(shared bool) []kubelet.Pod {
+	pods := make([]kubelet.Pod, benchGPUs)
 	for i := range pods {
 		ids := []string{benchUUID(i)}
 		resource := "nvidia.com/gpu"
@@ -41,16 +41,16 @@ func benchPods(shared bool) []fake.Pod {
 				ids = append(ids, fmt.Sprintf("%s::%d", benchUUID(g), i))
 			}
 		}
-		pods[i] = fake.Pod{Namespace: "ns", Name: fmt.Sprintf("pod-%02d", i), Containers: []fake.Container{{
-			Name: "main", Devices: []fake.Device{{Resource: resource, IDs: ids}},
+		pods[i] = kubelet.Pod{Namespace: "ns", Name: fmt.Sprintf("pod-%02d", i), Containers: []kubelet.Container{{
+			Name: "main", Devices: []kubelet.Device{{Resource: resource, IDs: ids}},
 		}}}
 	}
 	return pods
 }
 
-func benchServer(b *testing.B, pods []fake.Pod) *fake.Server {
+func benchServer(b *testing.B, pods []kubelet.Pod) *kubelet.Server {
 	b.Helper()
-	srv, err := fake.Start(filepath.Join(b.TempDir(), "kubelet.sock"))
+	srv, err := kubelet.Start(filepath.Join(b.TempDir(), "kubelet.sock"))
 	if err != nil {
 		b.Fatal(err)
 	}

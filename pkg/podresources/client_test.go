@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // syncBuffer collects log output written from several goroutines.
@@ -52,7 +52,7 @@ func (b *syncBuffer) count(s string) int {
 type harness struct {
 	t    *testing.T
 	sock string
-	srv  *fake.Server
+	srv  *kubelet.Server
 	c    *Client
 	reg  *prometheus.Registry
 	logs *syncBuffer
@@ -98,9 +98,9 @@ func newHarness(t *testing.T, serve bool, edit func(*Config)) *harness {
 
 func (h *harness) start() {
 	h.t.Helper()
-	srv, err := fake.Start(h.sock)
+	srv, err := kubelet.Start(h.sock)
 	if err != nil {
-		h.t.Fatalf("fake.Start: %v", err)
+		h.t.Fatalf("kubelet.Start: %v", err)
 	}
 	h.srv = srv
 }
@@ -173,8 +173,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func gpuPod(ns, name, resource string, ids ...string) fake.Pod {
-	return fake.Pod{Namespace: ns, Name: name, Containers: []fake.Container{{Name: "main", Devices: []fake.Device{{Resource: resource, IDs: ids}}}}}
+func gpuPod(ns, name, resource string, ids ...string) kubelet.Pod {
+	return kubelet.Pod{Namespace: ns, Name: name, Containers: []kubelet.Container{{Name: "main", Devices: []kubelet.Device{{Resource: resource, IDs: ids}}}}}
 }
 
 func names(hs []Holder) []string {
@@ -190,14 +190,14 @@ func TestClientAttributionOverTheWire(t *testing.T) {
 	h := newHarness(t, true, nil)
 	inv := testInventory()
 	gpu0, gpu1, gi1, gi2 := &inv.Entities[0], &inv.Entities[1], &inv.Entities[2], &inv.Entities[3]
-	h.srv.SetPods([]fake.Pod{
+	h.srv.SetPods([]kubelet.Pod{
 		gpuPod("a", "p1", "nvidia.com/gpu.shared", uuid0+"::0"),
 		gpuPod("a", "p2", "nvidia.com/gpu.shared", uuid0+"::1"),
 		gpuPod("b", "p3", "nvidia.com/gpu.shared", uuid0+"::2"),
 		gpuPod("c", "mig-small", "nvidia.com/mig-3g.40gb", mig0),
 		gpuPod("c", "mig-legacy", "nvidia.com/mig-3g.40gb", "MIG-"+uuid1+"/2/0"),
-		{Namespace: "d", Name: "dra", Containers: []fake.Container{{Name: "main", Claims: []fake.Claim{{
-			Name: "gpu", Namespace: "d", Devices: []fake.ClaimDevice{{Driver: "gpu.nvidia.com", Pool: "node", Device: "gpu-0", CDIDevices: []string{"k8s.gpu.nvidia.com/device=gpu-0"}}},
+		{Namespace: "d", Name: "dra", Containers: []kubelet.Container{{Name: "main", Claims: []kubelet.Claim{{
+			Name: "gpu", Namespace: "d", Devices: []kubelet.ClaimDevice{{Driver: "gpu.nvidia.com", Pool: "node", Device: "gpu-0", CDIDevices: []string{"k8s.gpu.nvidia.com/device=gpu-0"}}},
 		}}}}},
 	})
 	h.mustRefresh()
@@ -225,14 +225,14 @@ func TestClientFollowsPodsBetweenRefreshes(t *testing.T) {
 	h := newHarness(t, true, nil)
 	gpu0 := &testInventory().Entities[0]
 	steps := []struct {
-		pods []fake.Pod
+		pods []kubelet.Pod
 		want []string
 	}{
 		{nil, nil},
-		{[]fake.Pod{gpuPod("ml", "train-1", "nvidia.com/gpu", uuid0)}, []string{"ml/train-1/main"}},
-		{[]fake.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)}, []string{"ml/train-2/main"}},
-		{[]fake.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid1)}, nil},
-		{[]fake.Pod{gpuPod("ml", "train-3", "nvidia.com/gpu", uuid0), gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)},
+		{[]kubelet.Pod{gpuPod("ml", "train-1", "nvidia.com/gpu", uuid0)}, []string{"ml/train-1/main"}},
+		{[]kubelet.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)}, []string{"ml/train-2/main"}},
+		{[]kubelet.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid1)}, nil},
+		{[]kubelet.Pod{gpuPod("ml", "train-3", "nvidia.com/gpu", uuid0), gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)},
 			[]string{"ml/train-2/main", "ml/train-3/main"}},
 		{nil, nil},
 	}
@@ -254,10 +254,10 @@ func TestClientPodsFunc(t *testing.T) {
 	gpu0 := &testInventory().Entities[0]
 	var mu sync.Mutex
 	holder := "first"
-	h.srv.SetPodsFunc(func() []fake.Pod {
+	h.srv.SetPodsFunc(func() []kubelet.Pod {
 		mu.Lock()
 		defer mu.Unlock()
-		return []fake.Pod{gpuPod("ml", holder, "nvidia.com/gpu", uuid0)}
+		return []kubelet.Pod{gpuPod("ml", holder, "nvidia.com/gpu", uuid0)}
 	})
 	for _, want := range []string{"first", "second"} {
 		mu.Lock()
@@ -297,7 +297,7 @@ func TestClientSocketMissingAtStart(t *testing.T) {
 	}
 
 	h.start()
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 	h.mustRefresh()
 	if got := names(h.c.Table().Holders(gpu0)); !slices.Equal(got, []string{"ml/train/main"}) {
 		t.Errorf("holders after the socket appeared = %q", got)
@@ -314,7 +314,7 @@ func TestClientRunReconnectsAfterKubeletRestart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, nil)
 	gpu0 := &testInventory().Entities[0]
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 
 	// Run waits 1ms whatever it asks for, and its requested waits are kept.
 	var mu sync.Mutex
@@ -342,7 +342,7 @@ func TestClientRunReconnectsAfterKubeletRestart(t *testing.T) {
 	}
 
 	h.start() // ...and comes back with other pods.
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)})
 	eventually(t, "reconnect", func() bool { return h.c.Up() && slices.Equal(holders(), []string{"ml/train-2/main"}) })
 	eventually(t, "a wait after reconnecting", func() bool {
 		mu.Lock()
@@ -390,7 +390,7 @@ func TestBackoffDelay(t *testing.T) {
 func TestClientKubeletHang(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, func(cfg *Config) { cfg.CallTimeout = 100 * time.Millisecond })
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 	h.mustRefresh()
 	h.srv.SetHang(time.Hour)
 	start := time.Now()
@@ -418,19 +418,19 @@ func TestClientListFailures(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		break_ func(*fake.Server)
+		break_ func(*kubelet.Server)
 		reason string
 	}{
-		{"error status", func(s *fake.Server) { s.SetError(status.Error(codes.Internal, "boom")) }, "list"},
-		{"plain error", func(s *fake.Server) { s.SetError(errors.New("boom")) }, "list"},
-		{"unavailable", func(s *fake.Server) { s.SetError(status.Error(codes.Unavailable, "restarting")) }, "dial"},
-		{"reply that does not decode", func(s *fake.Server) { s.SetRawListReply([]byte{0xff, 0xff, 0xff}) }, "list"},
+		{"error status", func(s *kubelet.Server) { s.SetError(status.Error(codes.Internal, "boom")) }, "list"},
+		{"plain error", func(s *kubelet.Server) { s.SetError(errors.New("boom")) }, "list"},
+		{"unavailable", func(s *kubelet.Server) { s.SetError(status.Error(codes.Unavailable, "restarting")) }, "dial"},
+		{"reply that does not decode", func(s *kubelet.Server) { s.SetRawListReply([]byte{0xff, 0xff, 0xff}) }, "list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, true, nil)
-			h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
+			h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 			h.mustRefresh()
 			tt.break_(h.srv)
 			if err := h.refresh(); err == nil {
@@ -456,7 +456,7 @@ func TestClientMalformedIDs(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, nil)
 	gpu0 := &testInventory().Entities[0]
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0, "GPU-bogus")})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0, "GPU-bogus")})
 	for range 3 {
 		h.mustRefresh()
 	}
@@ -472,7 +472,7 @@ func TestClientMalformedIDs(t *testing.T) {
 	if u := h.c.Table().Unmatched(testInventory()); !slices.Equal(u, []string{"GPU-bogus"}) {
 		t.Errorf("Unmatched = %q", u)
 	}
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0, "GPU-bogus", "weird")})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0, "GPU-bogus", "weird")})
 	h.mustRefresh()
 	h.mustRefresh()
 	if n := h.logs.count("does not parse"); n != 2 {
@@ -486,7 +486,7 @@ func TestClientMalformedIDs(t *testing.T) {
 func TestClientUnknownResources(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, nil)
-	h.srv.SetPods([]fake.Pod{gpuPod("net", "router", "rdma/hca", "mlx5_0"), gpuPod("ml", "train", "example.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("net", "router", "rdma/hca", "mlx5_0"), gpuPod("ml", "train", "example.com/gpu", uuid0)})
 	for range 3 {
 		h.mustRefresh()
 	}
@@ -500,7 +500,7 @@ func TestClientUnknownResources(t *testing.T) {
 		t.Errorf("warning does not list the reported resource names:\n%s", h.logs)
 	}
 	// Once a configured resource appears, the others are ignored quietly.
-	h.srv.SetPods([]fake.Pod{gpuPod("net", "router", "rdma/hca", "mlx5_0"), gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("net", "router", "rdma/hca", "mlx5_0"), gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 	h.mustRefresh()
 	h.mustRefresh()
 	if h.c.Table().Len() != 1 {
@@ -514,11 +514,11 @@ func TestClientUnknownResources(t *testing.T) {
 func TestClientTablePointer(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, nil)
-	pods := []fake.Pod{gpuPod("ml", "a", "nvidia.com/gpu", uuid0), gpuPod("ml", "b", "nvidia.com/gpu", uuid1)}
+	pods := []kubelet.Pod{gpuPod("ml", "a", "nvidia.com/gpu", uuid0), gpuPod("ml", "b", "nvidia.com/gpu", uuid1)}
 	h.srv.SetPods(pods)
 	h.mustRefresh()
 	first := h.c.Table()
-	h.srv.SetPods([]fake.Pod{pods[1], pods[0]}) // same content, other order
+	h.srv.SetPods([]kubelet.Pod{pods[1], pods[0]}) // same content, other order
 	h.mustRefresh()
 	if h.c.Table() != first {
 		t.Error("table pointer changed although the content did not")
@@ -541,7 +541,7 @@ func TestClientTablePointer(t *testing.T) {
 func TestClientScrapesDoNotCallKubelet(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, nil)
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "a", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "a", "nvidia.com/gpu", uuid0)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // testClock is a clock the test moves by hand.
@@ -52,7 +52,7 @@ func TestClientMalformedIDFloodIsRateLimited(t *testing.T) {
 	clk := withClock(h)
 	var mu sync.Mutex
 	list := 0
-	h.srv.SetPodsFunc(func() []fake.Pod {
+	h.srv.SetPodsFunc(func() []kubelet.Pod {
 		mu.Lock()
 		defer mu.Unlock()
 		list++
@@ -61,7 +61,7 @@ func TestClientMalformedIDFloodIsRateLimited(t *testing.T) {
 			gpu = append(gpu, fmt.Sprintf("GPU-%d-%d", list, i), fmt.Sprintf("x%d-%d", list, i))
 			mig = append(mig, fmt.Sprintf("MIG-%d-%d", list, i))
 		}
-		return []fake.Pod{
+		return []kubelet.Pod{
 			gpuPod("ml", "train", "nvidia.com/gpu", append(gpu, uuid0)...),
 			gpuPod("ml", "infer", "nvidia.com/mig-1g.10gb", mig...),
 		}
@@ -125,14 +125,14 @@ func TestClientFlappingKubeletIsRateLimited(t *testing.T) {
 
 // invalidPod is a pod whose every string holds a marker, replaced on the
 // wire by bytes that are not UTF-8 (see invalidReply).
-func invalidPod() fake.Pod {
-	return fake.Pod{Namespace: "ns-@0@", Name: "train-@1@", Containers: []fake.Container{{
+func invalidPod() kubelet.Pod {
+	return kubelet.Pod{Namespace: "ns-@0@", Name: "train-@1@", Containers: []kubelet.Container{{
 		Name: "main-@2@",
-		Devices: []fake.Device{
+		Devices: []kubelet.Device{
 			{Resource: "nvidia.com/gpu", IDs: []string{uuid0, "GPU-@3@"}},
 			{Resource: "nvidia.com/mig-@4@", IDs: []string{mig0}},
 		},
-		Claims: []fake.Claim{{Name: "claim-@5@", Namespace: "ns", Devices: []fake.ClaimDevice{
+		Claims: []kubelet.Claim{{Name: "claim-@5@", Namespace: "ns", Devices: []kubelet.ClaimDevice{
 			{Driver: "gpu.nvidia.com", Pool: "pool-@6@", Device: "gpu-1", CDIDevices: []string{"k8s.gpu.nvidia.com/device=@7@"}},
 		}}},
 	}}}
@@ -144,7 +144,7 @@ const invalidMarkers = 8
 // "@N@" by three bytes that are not UTF-8, as a kubelet that does not check
 // what it sends could write them. Lengths are unchanged, so the reply stays
 // well-formed protobuf.
-func invalidReply(t *testing.T, pods []fake.Pod) []byte {
+func invalidReply(t *testing.T, pods []kubelet.Pod) []byte {
 	t.Helper()
 	resp := &podresourcesv1.ListPodResourcesResponse{}
 	for _, p := range pods {
@@ -189,7 +189,7 @@ func invalidReply(t *testing.T, pods []fake.Pod) []byte {
 func TestClientInvalidUTF8FromKubelet(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, true, nil)
-	h.srv.SetRawListReply(invalidReply(t, []fake.Pod{invalidPod()}))
+	h.srv.SetRawListReply(invalidReply(t, []kubelet.Pod{invalidPod()}))
 	h.mustRefresh()
 	inv := testInventory()
 	hs := h.c.Table().Holders(&inv.Entities[0])
@@ -212,7 +212,7 @@ func TestClientInvalidUTF8FromKubelet(t *testing.T) {
 		t.Errorf("log output is not valid UTF-8:\n%q", h.logs)
 	}
 	h.srv.SetRawListReply(nil)
-	h.srv.SetPods([]fake.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
+	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 	h.mustRefresh()
 	if got := h.metric("gpu_exporter_podresources_invalid_utf8_strings"); got != 0 {
 		t.Errorf("invalid_utf8_strings = %v after a clean reply, want 0", got)

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // ProbeTimeout bounds how long Kind "auto" waits for DCGM to answer.
@@ -162,7 +162,7 @@ func (o *Opened) openSim(ctx context.Context, cfg Config, logger *slog.Logger) e
 		o.cleanup = append(o.cleanup, func() { _ = os.RemoveAll(dir) })
 		socket = filepath.Join(dir, "kubelet.sock")
 	}
-	kubelet, err := fake.Start(socket)
+	kubelet, err := kubelet.Start(socket)
 	if err != nil {
 		return fmt.Errorf("simulated kubelet on %s: %w", socket, err)
 	}

@@ -28,10 +28,10 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources/fake"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // clock is the simulated time the test moves.
@@ -60,7 +60,7 @@ type rig struct {
 	t0      time.Time
 	clock   *clock
 	src     *hangable
-	kubelet *fake.Server
+	kubelet *kubelet.Server
 	client  *podresources.Client
 	coll    *collector.Collector
 	url     string
@@ -81,12 +81,12 @@ func newRig(t *testing.T, timeout, writeTimeout time.Duration) *rig {
 	logger := slog.New(slog.DiscardHandler)
 	reg := prometheus.NewRegistry()
 
-	r.kubelet, err = fake.Start(filepath.Join(t.TempDir(), "kubelet.sock"))
+	r.kubelet, err = kubelet.Start(filepath.Join(t.TempDir(), "kubelet.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.kubelet.Stop)
-	r.setPods(fake.FromSim(r.simSrc.Pods()))
+	r.setPods(kubelet.FromSim(r.simSrc.Pods()))
 	cfg := podresources.DefaultConfig()
 	cfg.Socket = r.kubelet.Path()
 	cfg.RefreshInterval = 20 * time.Millisecond
@@ -126,7 +126,7 @@ func newRig(t *testing.T, timeout, writeTimeout time.Duration) *rig {
 	return r
 }
 
-func (r *rig) setPods(p []fake.Pod) { r.kubelet.SetPods(p) }
+func (r *rig) setPods(p []kubelet.Pod) { r.kubelet.SetPods(p) }
 
 // collect runs one collection at simulated time d.
 func (r *rig) collect(d time.Duration) error {
@@ -317,13 +317,13 @@ func TestFaultMatrix(t *testing.T) {
 			if gauge(fams, "gpu_exporter_podresources_up") != 0 || len(series(fams, "gpu_temperature_celsius")) != 4 {
 				t.Error("want podresources_up 0 and all 4 GPUs served without pod labels")
 			}
-			k, err := fake.Start(path)
+			k, err := kubelet.Start(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer k.Stop()
 			r.kubelet = k
-			r.setPods(fake.FromSim(r.simSrc.Pods()))
+			r.setPods(kubelet.FromSim(r.simSrc.Pods()))
 			r.waitPods(2)
 			if err := r.collect(2 * time.Second); err != nil {
 				t.Fatal(err)
@@ -351,7 +351,7 @@ func TestFaultMatrix(t *testing.T) {
 			r.kubelet.SetHang(0)
 		}},
 		{"malformed device ids are counted, not fatal", func(t *testing.T, r *rig) {
-			r.setPods([]fake.Pod{{Namespace: "x", Name: "bad", Containers: []fake.Container{{Name: "c", Devices: []fake.Device{
+			r.setPods([]kubelet.Pod{{Namespace: "x", Name: "bad", Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{
 				{Resource: "nvidia.com/gpu", IDs: []string{"GPU-not-a-uuid", "nvidia-zero", "MIG-GPU-x/1"}},
 			}}}}})
 			deadline := time.Now().Add(10 * time.Second)
@@ -391,7 +391,7 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			for i := 0; i < 5; i++ {
 				name := fmt.Sprintf("job-%d", i)
-				r.setPods([]fake.Pod{{Namespace: "churn", Name: name, Containers: []fake.Container{{Name: "c", Devices: []fake.Device{
+				r.setPods([]kubelet.Pod{{Namespace: "churn", Name: name, Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{
 					{Resource: "nvidia.com/gpu", IDs: []string{inv.Entities[i%4].UUID}},
 				}}}}})
 				deadline := time.Now().Add(10 * time.Second)

@@ -1,4 +1,4 @@
-package fake
+package kubelet
 
 import "github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 

@@ -1,7 +1,7 @@
-// Package fake serves the kubelet pod-resources v1 API (PodResourcesLister)
+// Package kubelet serves the kubelet pod-resources v1 API (PodResourcesLister)
 // over a real gRPC server on a unix socket, with pods set by the caller. Tests
 // and the demo (the simulator) use it so that the real client code path runs.
-package fake
+package kubelet
 
 import (
 	"context"
