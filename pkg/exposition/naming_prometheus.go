@@ -176,10 +176,7 @@ func (p *page) renderInfo(in Input) {
 		if e.Kind != source.GPU {
 			continue
 		}
-		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
-		b = appendLabel(b, false, "uuid", e.UUID)
-		b = appendLabel(b, false, "device", e.Device)
-		b = appendLabel(b, false, "model", e.Model)
+		b = entityLabels(b[:0], e, nil)
 		b = appendLabel(b, false, "pci_bus_id", e.PCIBusID)
 		b = appendLabel(b, false, "driver_version", inv.DriverVersion)
 		p.line(&gpu, b, "", "", 1)
@@ -189,12 +186,7 @@ func (p *page) renderInfo(in Input) {
 		if e.Kind != source.GPUInstance {
 			continue
 		}
-		b = appendLabel(b[:0], true, "gpu", strconv.Itoa(e.GPU))
-		b = appendLabel(b, false, "uuid", e.UUID)
-		b = appendLabel(b, false, "device", e.Device)
-		b = appendLabel(b, false, "model", e.Model)
-		b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
-		b = appendLabel(b, false, "mig_profile", e.MIGProfile)
+		b = entityLabels(b[:0], e, nil) // gpu … model, gpu_instance, mig_profile
 		b = appendLabel(b, false, "mig_uuid", e.MIGUUID)
 		p.line(&mig, b, "", "", 1)
 	}
