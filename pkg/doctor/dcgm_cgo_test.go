@@ -4,7 +4,6 @@ package doctor
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -134,27 +133,7 @@ func TestDoctorOnFakeDCGM(t *testing.T) {
 					t.Errorf("Close: %v", err)
 				}
 			}
-			var text strings.Builder
-			_ = r.WriteText(&text)
-			if r.Failed() != tc.failed {
-				t.Errorf("Failed() = %v, want %v\n%s", r.Failed(), tc.failed, text.String())
-			}
-			for _, c := range tc.checks {
-				res := r.Result(c.name)
-				if res == nil {
-					t.Errorf("no %s check\n%s", c.name, text.String())
-					continue
-				}
-				if res.Status != c.status {
-					t.Errorf("%s: status %s, want %s\n%s", c.name, res.Status, c.status, text.String())
-				}
-				all := res.Found + "\n" + res.Fix + "\n" + strings.Join(res.Details, "\n")
-				for _, w := range c.want {
-					if !strings.Contains(all, w) {
-						t.Errorf("%s: %q missing from\n%s", c.name, w, all)
-					}
-				}
-			}
+			expectReport(t, r, tc.failed, tc.checks)
 		})
 	}
 }

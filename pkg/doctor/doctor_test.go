@@ -174,6 +174,35 @@ type check struct {
 	want []string
 }
 
+// expectReport checks r against the failed verdict and each check's status
+// and wanted text, printing the whole report on a mismatch.
+func expectReport(t *testing.T, r *Report, failed bool, checks []check) {
+	t.Helper()
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed() != failed {
+		t.Errorf("Failed() = %v, want %v\n%s", r.Failed(), failed, text.String())
+	}
+	for _, c := range checks {
+		res := r.Result(c.name)
+		if res == nil {
+			t.Errorf("no %s check\n%s", c.name, text.String())
+			continue
+		}
+		if res.Status != c.status {
+			t.Errorf("%s: status %s, want %s\n%s", c.name, res.Status, c.status, text.String())
+		}
+		all := res.Found + "\n" + res.Fix + "\n" + strings.Join(res.Details, "\n")
+		for _, w := range c.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: %q missing from\n%s", c.name, w, all)
+			}
+		}
+	}
+}
+
 func TestDoctorChecks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -446,29 +475,9 @@ func TestDoctorChecks(t *testing.T) {
 				tc.edit(&cfg)
 			}
 			r := Run(context.Background(), cfg)
-			var text bytes.Buffer
-			if err := r.WriteText(&text); err != nil {
-				t.Fatal(err)
-			}
-			if r.Failed() != tc.failed {
-				t.Errorf("Failed() = %v, want %v\n%s", r.Failed(), tc.failed, text.String())
-			}
+			expectReport(t, r, tc.failed, tc.checks)
 			for _, c := range tc.checks {
-				res := r.Result(c.name)
-				if res == nil {
-					t.Errorf("no %s check\n%s", c.name, text.String())
-					continue
-				}
-				if res.Status != c.status {
-					t.Errorf("%s: status %s, want %s\n%s", c.name, res.Status, c.status, text.String())
-				}
-				all := res.Found + "\n" + res.Fix + "\n" + strings.Join(res.Details, "\n")
-				for _, w := range c.want {
-					if !strings.Contains(all, w) {
-						t.Errorf("%s: %q missing from\n%s", c.name, w, all)
-					}
-				}
-				if res.Status != OK && res.Fix == "" && res.Check != CheckKubelet {
+				if res := r.Result(c.name); res != nil && res.Status != OK && res.Fix == "" && res.Check != CheckKubelet {
 					t.Errorf("%s: %s without a fix", c.name, res.Status)
 				}
 			}
