@@ -68,6 +68,7 @@ const (
 	ClusterOverviewUID = "gpu-exporter-cluster"
 	NodeDetailUID      = "gpu-exporter-node"
 	WorkloadsUID       = "gpu-exporter-workloads"
+	RightsizingUID     = "gpu-exporter-rightsizing"
 )
 
 // All returns every dashboard, in a fixed order.
@@ -76,6 +77,7 @@ func All() []Board {
 		{File: "gpu-cluster-overview.json", UID: ClusterOverviewUID, Build: ClusterOverview},
 		{File: "gpu-node-detail.json", UID: NodeDetailUID, Build: NodeDetail},
 		{File: "gpu-workloads.json", UID: WorkloadsUID, Build: Workloads},
+		{File: "gpu-rightsizing.json", UID: RightsizingUID, Build: Rightsizing},
 	}
 }
 

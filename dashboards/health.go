@@ -15,6 +15,9 @@ var (
 	// utilizationThresholds: under the idle alert's 5% a held GPU counts
 	// as idle.
 	utilizationThresholds = thresholds{{color: colorIdle}, {0.05, colorOK}}
+	// idleThresholds colour the idle share of GPU-hours, as
+	// GPUWorkloadMostlyIdle judges it (0.8 by default).
+	idleThresholds = thresholds{{color: colorOK}, {0.5, colorWarn}, {0.8, colorBad}}
 	// memoryThresholds: frameworks that pre-allocate (TensorFlow, JAX,
 	// vLLM) sit near full, so only the last few percent are marked.
 	memoryThresholds = thresholds{{color: colorOK}, {0.95, colorWarn}, {0.99, colorBad}}

@@ -30,6 +30,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 && args[0] == doctorCommand {
 		return runDoctor(ctx, args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == rightsizeCommand {
+		return runRightsize(ctx, args[1:], stdout, stderr)
+	}
 	o, fs, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0

@@ -2,6 +2,8 @@
 // smallest GPU or MIG size a workload's observed usage fits.
 package rightsize
 
+import "strings"
+
 // Profile is one MIG GPU-instance profile.
 type Profile struct {
 	// Name as nvidia-smi and the mig.strategy resources spell it, e.g. 1g.10gb.
@@ -64,4 +66,24 @@ func (m Model) profile(name string) (Profile, bool) {
 		}
 	}
 	return Profile{}, false
+}
+
+// ModelFor maps a GPU's product name (the `model` label of gpu_info, e.g.
+// "NVIDIA H100 80GB HBM3") to one of Models, or false when its MIG
+// profiles are not known here.
+func ModelFor(product string) (Model, bool) {
+	p := strings.ToUpper(product)
+	switch {
+	case strings.Contains(p, "A100") && strings.Contains(p, "80GB"):
+		return ModelByName("A100-80GB")
+	case strings.Contains(p, "A100"):
+		return ModelByName("A100-40GB")
+	case strings.Contains(p, "H100") && strings.Contains(p, "80GB"):
+		return ModelByName("H100-80GB")
+	case strings.Contains(p, "H200"):
+		return ModelByName("H200-141GB")
+	case strings.Contains(p, "B200") && !strings.Contains(p, "GB200"):
+		return ModelByName("B200-180GB")
+	}
+	return Model{}, false
 }

@@ -331,11 +331,20 @@ scrape_configs:
 	return b.String(), nil
 }
 
-// writeRules writes the shipped recording rules, and the shipped alerts
+// writeRules writes the shipped recording rules with every group on the
+// global evaluation interval (a group's own interval, up to 2m, would
+// delay its first evaluation by up to that long), and the shipped alerts
 // with every `for` shortened to testFor.
 func writeRules(t *testing.T, dir string) {
 	t.Helper()
-	rec, err := rules.Raw(rules.RecordingFile)
+	recording, err := rules.Load(rules.RecordingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recording.Groups {
+		recording.Groups[i].Interval = ""
+	}
+	rec, err := recording.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/rightsize"
+)
+
+const rightsizeCommand = "rightsize"
+
+// runRightsize prints, per workload, its current GPU or MIG size, the size
+// its recorded usage fits, and the GPU-hours the change frees
+// (docs/rightsizing.md).
+func runRightsize(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("gpu-exporter rightsize", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	promURL := fs.String("prometheus.url", "", "Prometheus base URL, e.g. http://prometheus:9090 (required).")
+	window := fs.String("window", "7d", "Window of the right-sizing recordings: 1h, 1d or 7d.")
+	namespace := fs.String("namespace", "", "Only this namespace (default: all).")
+	nsLabel := fs.String("namespace-label", "namespace", "Label holding the pod's namespace on GPU series (the chart's monitoring.namespaceLabel).")
+	output := fs.String("output", "table", "Output format: table, json or csv.")
+	headroom := fs.Float64("headroom", 0.1, "Memory kept free over the observed peak, as a fraction.")
+	minCoverage := fs.Float64("min-coverage", 0.5, "Share of the window a workload must have been recorded in for more than low confidence.")
+	timeout := fs.Duration("timeout", 30*time.Second, "Timeout of the whole report.")
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	var w rightsize.Window
+	switch {
+	case err != nil:
+	case *promURL == "":
+		err = errors.New("--prometheus.url is required")
+	case !slices.Contains(rightsize.Formats, *output):
+		err = fmt.Errorf("--output=%q: want table, json or csv", *output)
+	case !(*headroom >= 0 && *headroom <= 10):
+		err = fmt.Errorf("--headroom=%v: want 0 to 10", *headroom)
+	case !(*minCoverage >= 0 && *minCoverage <= 1):
+		err = fmt.Errorf("--min-coverage=%v: want 0 to 1", *minCoverage)
+	case *timeout <= 0:
+		err = fmt.Errorf("--timeout=%v: want more than 0", *timeout)
+	default:
+		w, err = rightsize.WindowByName(*window)
+	}
+	var p *rightsize.Prometheus
+	if err == nil {
+		p, err = rightsize.NewPrometheus(*promURL)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-exporter rightsize: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	rows, err := rightsize.Report(ctx, p, rightsize.Options{Window: w, Namespace: *namespace, NamespaceLabel: *nsLabel,
+		Headroom: *headroom, MinCoverage: *minCoverage})
+	if err == nil {
+		err = rightsize.Write(stdout, rows, *output, w)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-exporter rightsize: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,75 @@
+package rightsize
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Formats are the output formats of Write.
+var Formats = []string{"table", "json", "csv"}
+
+// columns are the table and CSV columns, in order.
+var columns = []string{"namespace", "workload", "type", "model", "current", "peak_mem_gb", "p95_mem_gb", "p95_activity",
+	"gpu_hours", "idle_gpu_hours", "recommendation", "gpu_hours_freed_per_week", "confidence", "pattern", "coverage"}
+
+// Write prints rows in format (one of Formats) for window.
+func Write(w io.Writer, rows []Row, format string, window Window) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	case "csv":
+		cw := csv.NewWriter(w)
+		header := append([]string{"cluster"}, columns...)
+		if err := cw.Write(header); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			rec := append([]string{r.Cluster}, r.cells(strconv.FormatFloat)...)
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	case "table":
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "NAMESPACE\tWORKLOAD\tTYPE\tMODEL\tCURRENT\tPEAK MEM GB\tP95 MEM GB\tP95 ACTIVITY\tGPU-H (%s)\tIDLE GPU-H\tRECOMMEND\tGPU-H FREED/WEEK\tCONFIDENCE\n", window.Name)
+		for _, r := range rows {
+			c := r.cells(func(f float64, _ byte, prec, _ int) string { return strconv.FormatFloat(f, 'f', max(prec, 1), 64) })
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s, %s of window)\n",
+				c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14])
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("output format %q: want table, json or csv", format)
+}
+
+// cells are the row's values in columns order; num formats numbers.
+func (r Row) cells(num func(float64, byte, int, int) string) []string {
+	rec := r.Recommendation
+	if r.Note != "" {
+		rec = "- (" + r.Note + ")"
+	}
+	model := r.Model
+	if model == "" {
+		model = "-"
+	}
+	current := r.Current
+	if current == "" {
+		current = "-"
+	}
+	if len(r.OtherSizes) > 0 {
+		current += " (+" + strings.Join(r.OtherSizes, ", ") + ")"
+	}
+	return []string{r.Namespace, r.Workload, r.WorkloadType, model, current,
+		num(r.PeakMemoryBytes/1e9, 'f', 1, 64), num(r.P95MemoryBytes/1e9, 'f', 1, 64), num(r.P95Activity, 'f', 2, 64),
+		num(r.AllocatedGPUHours, 'f', 1, 64), num(r.IdleGPUHours, 'f', 1, 64), rec, num(r.FreedGPUHoursPerWeek, 'f', 1, 64),
+		r.Confidence, r.Pattern, strconv.FormatFloat(100*r.Coverage, 'f', 0, 64) + "%"}
+}
