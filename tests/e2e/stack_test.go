@@ -239,6 +239,7 @@ func startStack(t *testing.T, nodes []node) *stack {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "prometheus.yml"), []byte(promConfig+remoteWrite))
+	backfillHistory(t, tool(t, "promtool"), dir, filepath.Join(dir, "prom-data"), s.started)
 	promProc := startProcess(t, s, "prometheus", dir, promBin,
 		"--config.file=prometheus.yml",
 		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"),
