@@ -30,6 +30,10 @@ const Slices = 7
 // and "Supported GPUs" for the memory sizes. Only the profiles without
 // media extensions (+me) and without the shared-memory variants are listed;
 // the compute slices are the "Ng" of the name. Listed smallest first.
+// The H200 and B200 names are the ones the GPU Operator's mig-parted
+// configurations and cloud providers' MIG instance lists use (B200:
+// 1g.23gb … 7g.180gb; H200: 1g.18gb, 2g.35gb, …); they have not been
+// checked against `nvidia-smi mig -lgip` on those GPUs here.
 var Models = []Model{
 	{Name: "A100-40GB", MemoryGB: 40, Profiles: []Profile{
 		{"1g.5gb", 5, 1}, {"1g.10gb", 10, 1}, {"2g.10gb", 10, 2}, {"3g.20gb", 20, 3}, {"4g.20gb", 20, 4}, {"7g.40gb", 40, 7},
