@@ -13,7 +13,7 @@ SCENARIO  ?= demo
 TOOLS_BIN := $(CURDIR)/tests/tools/bin
 FUZZTIME  ?= 30s
 
-.PHONY: help build demo test test-short lint vet fmt bench load soak fuzz chart-sync rules-test dashboards docs e2e tools clean
+.PHONY: help build demo test test-short lint vet fmt bench load memory soak fuzz chart-sync rules-test dashboards docs e2e tools clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ e2e: tools ## Exporter on sim scenarios + real Prometheus + Alertmanager (about 
 
 load: build ## Bounded loopback load test: 64 scrapers for 10s on the 64-GPU scenario.
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
+
+memory: build ## Resident memory and Go heap at start and in steady state under Prometheus-like scraping (gzip, OpenMetrics, every 0.5 s); 3 runs per scenario.
+	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s
 
 soak: ## Long soak: pod churn on every collection for SOAK_DURATION (default 10m), heap must stay flat.
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count 1 -timeout 0 -v -run TestPodChurnKeepsHeapFlat ./tests/soak

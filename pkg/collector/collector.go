@@ -154,14 +154,16 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	m := newMetrics(src.Name())
+	compress := m.stages[stageCompress]
 	c := &Collector{
-		cfg: cfg, src: src, attr: attr, logger: logger,
-		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM}),
+		cfg: cfg, src: src, attr: attr, logger: logger, m: m,
+		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM,
+			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }}),
 		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
 		up:       true, // so that a first failure is logged as a change
 	}
-	c.m = newMetrics(src.Name())
 	if err := c.m.register(reg); err != nil {
 		return nil, err
 	}
@@ -271,10 +273,13 @@ func (c *Collector) collect(ctx context.Context) error {
 		}
 		c.watched, c.extra = set, extra
 	}
+	t0 := time.Now()
 	s, err := c.read(ctx)
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
+	c.m.stages[stageRead].Observe(t1.Sub(t0).Seconds())
 	s = c.filter.apply(s)
 	if s.Inventory != c.lastInv {
 		if c.lastInv != nil {
@@ -292,12 +297,16 @@ func (c *Collector) collect(ctx context.Context) error {
 		key.version = c.cfg.PodInfo.Version() // read before the lookups: a change during them shows next time
 	}
 	targets := c.join(s.Inventory, key)
+	t2 := time.Now()
+	c.m.stages[stageJoin].Observe(t2.Sub(t1).Seconds())
 	in := exposition.Input{Sample: s, Targets: targets, Attribution: key, Extra: c.extra}
 	if c.renderer.WantsHealth() {
 		in.Lost, in.Health = c.health(ctx)
 	}
+	t3 := time.Now()
 	c.renderer.Derive(&in, c.counters)
 	p := c.renderer.Render(in)
+	c.m.stages[stageRender].Observe(time.Since(t3).Seconds())
 	c.page.Store(p)
 	c.m.series.Set(float64(p.Series))
 	if p.Dropped > 0 {

@@ -9,8 +9,6 @@
 package exposition
 
 import (
-	"bytes"
-	"compress/gzip"
 	"sort"
 	"sync"
 	"time"
@@ -32,44 +30,56 @@ type Page struct {
 	// Dropped is the number of series left out by the series limit.
 	Dropped int
 
-	// The gzip members are compressed on first use, once per page: a node
-	// scraped in one format by gzip-capable clients (Prometheus) pays for
-	// one compression per collection, not two, and none per scrape.
-	textGzip, omGzip lazyGzip
-	zips             *sync.Pool // of *gzip.Writer, shared with the renderer
+	// The compressed bodies are made on first use, once per page, format
+	// and coding: a node scraped in one format by gzip-capable clients
+	// (Prometheus) pays for one compression per collection, none per scrape,
+	// and keeps no body no client asked for.
+	encoded [numFormats][numEncodings]lazyBytes
+	enc     *Encoder // shared with the renderer
 }
+
+// Format is an exposition format of a page body.
+type Format int
+
+// The exposition formats.
+const (
+	FormatText Format = iota
+	FormatOpenMetrics
+	numFormats
+)
 
 // TextGzip returns Text compressed as one gzip member.
-func (p *Page) TextGzip() []byte { return p.textGzip.get(p.Text, p.zips) }
+func (p *Page) TextGzip() []byte { return p.Body(FormatText, Gzip) }
 
 // OpenMetricsGzip returns OpenMetrics compressed as one gzip member.
-func (p *Page) OpenMetricsGzip() []byte { return p.omGzip.get(p.OpenMetrics, p.zips) }
+func (p *Page) OpenMetricsGzip() []byte { return p.Body(FormatOpenMetrics, Gzip) }
 
-type lazyGzip struct {
-	once sync.Once
-	b    []byte
-}
-
-func (l *lazyGzip) get(plain []byte, zips *sync.Pool) []byte {
+// Body returns the body of format f in coding e: Text or OpenMetrics
+// itself for Identity, else one gzip member or zstd frame of it, made on
+// the first call and shared by every later one. It returns nil when the
+// coding could not be set up.
+func (p *Page) Body(f Format, e Encoding) []byte {
+	plain := p.Text
+	if f == FormatOpenMetrics {
+		plain = p.OpenMetrics
+	}
+	if e == Identity || e >= numEncodings || f >= numFormats {
+		return plain
+	}
+	l := &p.encoded[f][e]
 	l.once.Do(func() {
-		var zw *gzip.Writer
-		if zips != nil {
-			zw, _ = zips.Get().(*gzip.Writer)
+		enc := p.enc
+		if enc == nil { // a page not made by a Renderer (Empty)
+			enc = NewEncoder(nil)
 		}
-		if zw == nil {
-			zw = gzip.NewWriter(nil)
-		}
-		var buf bytes.Buffer
-		buf.Grow(len(plain)/4 + 64)
-		zw.Reset(&buf)
-		_, _ = zw.Write(plain) // writes to a bytes.Buffer cannot fail
-		_ = zw.Close()
-		if zips != nil {
-			zips.Put(zw)
-		}
-		l.b = buf.Bytes()
+		l.b = enc.Encode(e, plain)
 	})
 	return l.b
+}
+
+type lazyBytes struct {
+	once sync.Once
+	b    []byte
 }
 
 // Empty is the page served before the first collection and while the
@@ -153,6 +163,10 @@ type Options struct {
 	Naming Naming
 	// DCGM tunes dcgm naming.
 	DCGM DCGMOptions
+	// ObserveCompression, when set, is told how long each compression of
+	// a page body took (they happen on the first scrape asking for a
+	// coding, not during the collection).
+	ObserveCompression func(time.Duration)
 }
 
 // Renderer turns Inputs into Pages. It keeps caches between calls and is
@@ -180,7 +194,7 @@ type Renderer struct {
 	families [numFamilies]Family
 	// scratch buffers of the page being rendered, kept between renders
 	extra, value []byte
-	zips         sync.Pool // of *gzip.Writer for the pages' lazy gzip members
+	enc          *Encoder // for the pages' compressed bodies
 
 	lastText, lastOM int
 }
@@ -209,9 +223,8 @@ type header struct{ text, om []byte }
 
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
-	r := &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies()}
-	r.zips.New = func() any { return gzip.NewWriter(nil) }
-	return r
+	return &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies(),
+		enc: NewEncoder(opts.ObserveCompression)}
 }
 
 // WatchSet returns the fields to watch for k under the renderer's naming:
@@ -240,7 +253,7 @@ func (r *Renderer) Render(in Input) *Page {
 		OpenMetrics: p.om,
 		Series:      p.nseries,
 		Dropped:     p.dropped,
-		zips:        &r.zips,
+		enc:         r.enc,
 	}
 }
 

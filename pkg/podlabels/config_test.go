@@ -31,7 +31,7 @@ func TestNewConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := New(fake.NewClientset(), tt.cfg, nil, prometheus.NewRegistry())
+			s, err := New(fakePods(fake.NewClientset()), tt.cfg, nil, prometheus.NewRegistry())
 			if err == nil {
 				s.Close()
 				t.Fatalf("New(%+v) succeeded, want an error containing %q", tt.cfg, tt.want)
@@ -45,7 +45,7 @@ func TestNewConfigErrors(t *testing.T) {
 
 func TestNewDefaults(t *testing.T) {
 	t.Parallel()
-	s, err := New(fake.NewClientset(), Config{Node: "n1", UID: true}, nil, nil)
+	s, err := New(fakePods(fake.NewClientset()), Config{Node: "n1", UID: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,15 +66,15 @@ func TestNewRegistersOnce(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	cfg := Config{Node: "n1", UID: true}
-	s, err := New(fake.NewClientset(), cfg, nil, reg)
+	s, err := New(fakePods(fake.NewClientset()), cfg, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(fake.NewClientset(), cfg, nil, reg); err == nil || !strings.Contains(err.Error(), "registering self-metrics") {
+	if _, err := New(fakePods(fake.NewClientset()), cfg, nil, reg); err == nil || !strings.Contains(err.Error(), "registering self-metrics") {
 		t.Errorf("second New on one registry: err = %v, want a registration error", err)
 	}
 	s.Close() // unregisters: a new Store may register again
-	s2, err := New(fake.NewClientset(), cfg, nil, reg)
+	s2, err := New(fakePods(fake.NewClientset()), cfg, nil, reg)
 	if err != nil {
 		t.Fatalf("New after Close: %v", err)
 	}

@@ -51,8 +51,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
@@ -66,7 +66,7 @@ type Store struct {
 	logger   *slog.Logger
 	reg      prometheus.Registerer
 	m        *metrics
-	factory  informers.SharedInformerFactory
+	informer cache.SharedIndexInformer
 	handlers cache.ResourceEventHandlerRegistration
 
 	mu      sync.RWMutex
@@ -96,10 +96,22 @@ type podEntry struct {
 	truncated bool
 }
 
+// Pods is what the Store needs of the API server: listing and watching
+// pods. The exporter uses an API client of its own for the core/v1 pods
+// resource only (apiclient.go); tests pass a fake clientset's pods client.
+// client-go's clientset and informer factory link every API group's types,
+// clients, listers and informers, which (with the reflection the binary
+// also links) tripled the binary and the resident memory its mapped pages
+// cost (docs/PERFORMANCE.md).
+type Pods interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
 // New prepares a Store on client; it does not contact the API server (Run
 // does). Errors name the setting at fault. Self-metrics are registered on
 // reg unless it is nil. A nil logger discards logs.
-func New(client kubernetes.Interface, cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Store, error) {
+func New(client Pods, cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -122,11 +134,8 @@ func New(client kubernetes.Interface, cfg Config, logger *slog.Logger, reg prome
 		pods:   map[podKey]podEntry{},
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", cfg.Node).String()
-	s.factory = informers.NewSharedInformerFactoryWithOptions(client, cfg.ResyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }),
-		informers.WithTransform(slimPod),
-	)
-	informer := s.factory.Core().V1().Pods().Informer()
+	s.informer = podInformer(client, selector, cfg.ResyncPeriod)
+	informer := s.informer
 	if err := informer.SetWatchErrorHandlerWithContext(s.onWatchError); err != nil {
 		m.unregister(reg)
 		return nil, fmt.Errorf("podlabels: pod informer: %w", err)
@@ -154,12 +163,32 @@ func NewInCluster(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*
 		return nil, fmt.Errorf("podlabels: --kubernetes.pod-labels and --kubernetes.pod-uid need the exporter to run in a Kubernetes pod with a service account: %w", err)
 	}
 	rc.UserAgent = userAgent
-	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := newPodsClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("podlabels: Kubernetes client: %w", err)
 	}
 	return New(client, cfg, logger, reg)
+}
+
+// podInformer is the informer client-go's informer factory builds for pods
+// (informers/core/v1/pod.go: a list-watch of the pods resource with the
+// list options tweaked, a namespace index), restricted by selector and
+// slimmed by slimPod, without the factory.
+func podInformer(pods Pods, selector string, resync time.Duration) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	}
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, pods), &corev1.Pod{},
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	_ = informer.SetTransform(slimPod) // fails only once the informer has started
+	return informer
 }
 
 // Run starts the informer and waits until it has delivered this node's
@@ -187,7 +216,7 @@ func (s *Store) Run(ctx context.Context) error {
 	})
 	s.life.Unlock()
 
-	s.factory.Start(ctx.Done())
+	s.wg.Go(func() { s.informer.RunWithContext(ctx) })
 	timer := time.NewTimer(s.cfg.SyncTimeout)
 	defer timer.Stop()
 	select {
@@ -213,7 +242,6 @@ func (s *Store) Close() {
 	if cancel != nil {
 		cancel()
 	}
-	s.factory.Shutdown()
 	s.wg.Wait()
 	s.m.unregister(s.reg)
 }

@@ -148,7 +148,7 @@ func newLogger(w io.Writer) *slog.Logger {
 func startStore(t *testing.T, a *apiServer, cfg Config) (*Store, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	s, err := New(a.client, cfg, newLogger(logs), prometheus.NewRegistry())
+	s, err := New(fakePods(a.client), cfg, newLogger(logs), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestStoreForbidden(t *testing.T) {
 	a := newAPIServer(t, newPod("ml", "train", thisNode, map[string]string{"team": "ml"}))
 	a.setForbidden(true)
 	logs := &logBuffer{}
-	s, err := New(a.client, Config{Node: thisNode, UID: true, SyncTimeout: 300 * time.Millisecond}, newLogger(logs), prometheus.NewRegistry())
+	s, err := New(fakePods(a.client), Config{Node: thisNode, UID: true, SyncTimeout: 300 * time.Millisecond}, newLogger(logs), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestStoreForbidden(t *testing.T) {
 func TestStoreRunErrors(t *testing.T) {
 	t.Parallel()
 	a := newAPIServer(t)
-	s, err := New(a.client, Config{Node: thisNode, UID: true}, nil, nil)
+	s, err := New(fakePods(a.client), Config{Node: thisNode, UID: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestStoreEmptyNodeWarns(t *testing.T) {
 // its handlers directly.
 func newIdleStore(t testing.TB, cfg Config) *Store {
 	t.Helper()
-	s, err := New(fake.NewClientset(), cfg, nil, nil)
+	s, err := New(fakePods(fake.NewClientset()), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,9 @@ package server
 
 import (
 	"bytes"
-	"compress/gzip"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,15 +12,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 )
 
 // metricsHandler writes the current GPU page followed by the exporter's own
-// metrics. The page's bytes (and their gzip member) were prepared by the
-// collector. The self-metrics are gathered and encoded at most once per
-// selfMaxAge and shared by every scrape in that window, so that a scrape is
-// two copies of prepared bytes whatever the scrape rate. A gzip response is
-// two gzip members back to back (RFC 1952, section 2.2), which every gzip
-// reader, Prometheus' included, decodes as one stream.
+// metrics. The page's bytes were prepared by the collector; its compressed
+// bodies are made by the first scrape asking for them and shared. The
+// self-metrics are gathered and encoded at most once per selfMaxAge and
+// shared by every scrape in that window, so that a scrape is two copies of
+// prepared bytes whatever the scrape rate. A gzip response is two gzip
+// members back to back (RFC 1952, section 2.2), which every gzip reader,
+// Prometheus' included, decodes as one stream; a zstd response is two
+// frames back to back, which a zstd decoder decodes as one stream
+// (RFC 8878, section 3.1).
 type metricsHandler struct {
 	pages      Pages
 	gatherer   prometheus.Gatherer
@@ -30,14 +35,16 @@ type metricsHandler struct {
 
 	self    atomic.Pointer[selfPage]
 	selfMu  sync.Mutex // one rebuild at a time
-	scrapes [2][2]prometheus.Counter
+	enc     *exposition.Encoder
+	scrapes [2][numEncodings]prometheus.Counter
 	gathErr prometheus.Counter
 }
 
-// selfPage is one encoding of the self-metrics in both formats.
+// selfPage is one encoding of the self-metrics in both formats, plain and
+// in each coding.
 type selfPage struct {
-	at                         time.Time
-	text, textGzip, om, omGzip []byte
+	at   time.Time
+	body [2][numEncodings][]byte // by format, by encoding
 }
 
 const (
@@ -46,18 +53,21 @@ const (
 )
 
 const (
-	encIdentity = iota
-	encGzip
+	encIdentity = exposition.Identity
+	encGzip     = exposition.Gzip
+	encZstd     = exposition.Zstd
+	// numEncodings counts the codings served.
+	numEncodings = int(exposition.Zstd) + 1
 )
 
 func newMetricsHandler(pages Pages, gatherer prometheus.Gatherer, reg prometheus.Registerer, logger *slog.Logger, selfMaxAge time.Duration) (*metricsHandler, error) {
-	h := &metricsHandler{pages: pages, gatherer: gatherer, logger: logger, selfMaxAge: selfMaxAge, now: time.Now}
+	h := &metricsHandler{pages: pages, gatherer: gatherer, logger: logger, selfMaxAge: selfMaxAge, now: time.Now, enc: exposition.NewEncoder(nil)}
 	scrapes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpu_exporter_scrapes_total", Help: "Metrics requests served, by negotiated format and encoding.",
 	}, []string{"format", "encoding"})
 	for f, fname := range []string{"text", "openmetrics"} {
-		for e, ename := range []string{"identity", "gzip"} {
-			h.scrapes[f][e] = scrapes.WithLabelValues(fname, ename)
+		for e := range numEncodings {
+			h.scrapes[f][e] = scrapes.WithLabelValues(fname, exposition.Encoding(e).String())
 		}
 	}
 	h.gathErr = prometheus.NewCounter(prometheus.CounterOpts{
@@ -77,29 +87,21 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if format.FormatType() == expfmt.TypeOpenMetrics {
 		f = fmtOpenMetrics
 	}
-	e := encIdentity
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		e = encGzip
-	}
+	e := negotiateEncoding(r.Header.Get("Accept-Encoding"))
 	page := h.pages.Page()
 	self := h.selfMetrics()
+	body := page.Body(exposition.Format(f), e)
+	if body == nil { // the coding could not be set up: serve the plain body
+		e = encIdentity
+		body = page.Body(exposition.Format(f), e)
+	}
+	tail := self.body[f][e]
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", string(format))
 	hdr.Set("Vary", "Accept-Encoding")
-	var body, tail []byte
-	switch {
-	case f == fmtText && e == encIdentity:
-		body, tail = page.Text, self.text
-	case f == fmtText:
-		body, tail = page.TextGzip(), self.textGzip
-	case e == encIdentity:
-		body, tail = page.OpenMetrics, self.om
-	default:
-		body, tail = page.OpenMetricsGzip(), self.omGzip
-	}
-	if e == encGzip {
-		hdr.Set("Content-Encoding", "gzip")
+	if e != encIdentity {
+		hdr.Set("Content-Encoding", e.String())
 	}
 	h.scrapes[f][e].Inc()
 	if _, err := w.Write(body); err != nil {
@@ -143,28 +145,53 @@ func (h *metricsHandler) buildSelf() *selfPage {
 		_ = oenc.Encode(mf) // the same family encoded as text already
 	}
 	_, _ = expfmt.FinalizeOpenMetrics(&om)
-	p.text, p.om = text.Bytes(), om.Bytes()
-	p.textGzip, p.omGzip = gzipMember(p.text), gzipMember(p.om)
+	for f, plain := range [][]byte{text.Bytes(), om.Bytes()} {
+		for e := range exposition.Encoding(numEncodings) {
+			p.body[f][e] = h.enc.Encode(e, plain)
+		}
+	}
 	return p
 }
 
-func gzipMember(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(b) // writes to a bytes.Buffer cannot fail
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-// acceptsGzip reports whether an Accept-Encoding header admits gzip.
-func acceptsGzip(h string) bool {
-	for _, part := range strings.Split(h, ",") {
+// negotiateEncoding picks the coding of a response from an Accept-Encoding
+// header (RFC 9110, section 12.5.3): the acceptable coding (q > 0) with the
+// highest weight among zstd and gzip, zstd on a tie (smaller and cheaper to
+// decode), identity when neither is acceptable. "*" is not taken as a
+// request for a coding.
+func negotiateEncoding(h string) exposition.Encoding {
+	best, bestQ := encIdentity, 0.0
+	for part := range strings.SplitSeq(h, ",") {
 		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+		var e exposition.Encoding
+		switch {
+		case strings.EqualFold(strings.TrimSpace(coding), "gzip"):
+			e = encGzip
+		case strings.EqualFold(strings.TrimSpace(coding), "zstd"):
+			e = encZstd
+		default:
 			continue
 		}
-		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		q := qValue(params)
+		if q > bestQ || (q == bestQ && q > 0 && e == encZstd) {
+			best, bestQ = e, q
+		}
 	}
-	return false
+	return best
+}
+
+// qValue returns the weight in a coding's parameters ("q=0.5"), 1 when
+// there is none, 0 when it does not parse.
+func qValue(params string) float64 {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, ok := strings.Cut(strings.ReplaceAll(p, " ", ""), "=")
+		if !ok || !strings.EqualFold(k, "q") {
+			continue
+		}
+		q, err := strconv.ParseFloat(v, 64)
+		if err != nil || q < 0 || q > 1 {
+			return 0
+		}
+		return q
+	}
+	return 1
 }

@@ -1,0 +1,273 @@
+// Command memory measures where the exporter's resident memory goes: it
+// starts the gpu-exporter binary on simulator scenarios, scrapes it the way
+// Prometheus does (OpenMetrics, gzip, every -scrape-interval) and reads the
+// process' resident set from /proc/<pid>/status (anonymous and file-backed
+// parts) and the Go heap from the exporter's own go_memstats series, at
+// start and in steady state. Each scenario runs -runs times; it prints the
+// mean and the spread (min–max). It only talks to 127.0.0.1 and stops by
+// itself.
+//
+//	go run ./tests/memory -bin bin/gpu-exporter -scenarios demo,scale-64 -runs 3
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bounds that keep the measurement a test, not a soak.
+const (
+	maxRuns     = 10
+	maxDuration = 2 * time.Minute
+)
+
+// prometheusAccept is what Prometheus sends when it scrapes.
+const prometheusAccept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+// heapSeries are the go_memstats series read from every scrape.
+var heapSeries = []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes"}
+
+func main() {
+	bin := flag.String("bin", "bin/gpu-exporter", "exporter binary to run")
+	scenarios := flag.String("scenarios", "demo,scale-64", "comma-separated simulator scenarios")
+	runs := flag.Int("runs", 3, "runs per scenario (at most 10)")
+	duration := flag.Duration("duration", 20*time.Second, "scraping time per run; the second half is steady state (at most 2m)")
+	scrapeEvery := flag.Duration("scrape-interval", 500*time.Millisecond, "time between scrapes")
+	collectEvery := flag.Duration("collect-interval", time.Second, "exporter --collect.interval")
+	flag.Parse()
+	if *runs < 1 || *runs > maxRuns {
+		fail(fmt.Errorf("-runs must be 1..%d, got %d", maxRuns, *runs))
+	}
+	if *duration <= 0 || *duration > maxDuration {
+		fail(fmt.Errorf("-duration must be in (0, %s], got %s", maxDuration, *duration))
+	}
+	if *scrapeEvery <= 0 {
+		fail(fmt.Errorf("-scrape-interval must be positive, got %s", *scrapeEvery))
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("binary=%s duration=%s scrape-interval=%s collect-interval=%s runs=%d\n", *bin, *duration, *scrapeEvery, *collectEvery, *runs)
+	fmt.Printf("%-10s %-28s %-28s %-28s %-28s %-28s %-28s\n", "scenario", "start_rss_MiB", "steady_rss_MiB", "steady_anon_MiB", "steady_file_MiB", "peak_rss_MiB", "steady_heap_inuse_MiB")
+	for _, scn := range strings.Split(*scenarios, ",") {
+		var all []measurement
+		for range *runs {
+			m, err := measure(abs, scn, *duration, *scrapeEvery, *collectEvery)
+			if err != nil {
+				fail(fmt.Errorf("scenario %s: %w", scn, err))
+			}
+			all = append(all, m)
+		}
+		col := func(f func(measurement) float64) string {
+			v := make([]float64, len(all))
+			for i, m := range all {
+				v[i] = f(m) / (1 << 20)
+			}
+			return spread(v)
+		}
+		fmt.Printf("%-10s %-28s %-28s %-28s %-28s %-28s %-28s\n", scn,
+			col(func(m measurement) float64 { return m.startRSS }),
+			col(func(m measurement) float64 { return m.steadyRSS }),
+			col(func(m measurement) float64 { return m.steadyAnon }),
+			col(func(m measurement) float64 { return m.steadyFile }),
+			col(func(m measurement) float64 { return m.peakRSS }),
+			col(func(m measurement) float64 { return m.steadyHeap }))
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "memory:", err)
+	os.Exit(1)
+}
+
+// spread formats the mean and the min–max range of v.
+func spread(v []float64) string {
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	return fmt.Sprintf("%.1f (%.1f–%.1f)", sum/float64(len(v)), slices.Min(v), slices.Max(v))
+}
+
+// measurement is one run, in bytes.
+type measurement struct {
+	startRSS, steadyRSS, steadyAnon, steadyFile, peakRSS, steadyHeap float64
+}
+
+func measure(bin, scenario string, duration, scrapeEvery, collectEvery time.Duration) (measurement, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return measurement{}, err
+	}
+	cmd := exec.Command(bin, "--source=sim", "--sim.scenario="+scenario, "--web.listen-address="+addr,
+		"--collect.interval="+collectEvery.String(), "--log.level=warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return measurement{}, fmt.Errorf("start %s: %w", bin, err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	base := "http://" + addr
+	if err := waitReady(base+"/readyz", 30*time.Second); err != nil {
+		return measurement{}, err
+	}
+	pid := cmd.Process.Pid
+	st, err := readStatus(pid)
+	if err != nil {
+		return measurement{}, err
+	}
+	m := measurement{startRSS: st["VmRSS"]}
+
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}, Timeout: 10 * time.Second}
+	var rss, anon, file, heap []float64
+	end := time.Now().Add(duration)
+	steadyFrom := time.Now().Add(duration / 2)
+	tick := time.NewTicker(scrapeEvery)
+	defer tick.Stop()
+	for now := time.Now(); now.Before(end); now = <-tick.C {
+		mem, err := scrape(client, base+"/metrics")
+		if err != nil {
+			return measurement{}, err
+		}
+		st, err := readStatus(pid)
+		if err != nil {
+			return measurement{}, err
+		}
+		if now.After(steadyFrom) {
+			rss, anon, file = append(rss, st["VmRSS"]), append(anon, st["RssAnon"]), append(file, st["RssFile"])
+			heap = append(heap, mem["go_memstats_heap_inuse_bytes"])
+		}
+	}
+	st, err = readStatus(pid)
+	if err != nil {
+		return measurement{}, err
+	}
+	m.peakRSS = st["VmHWM"]
+	m.steadyRSS, m.steadyAnon, m.steadyFile, m.steadyHeap = mean(rss), mean(anon), mean(file), mean(heap)
+	return m, nil
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// scrape fetches url as Prometheus does, decompresses the gzip body itself
+// (so that a wrong Content-Encoding fails) and returns the heapSeries values.
+func scrape(client *http.Client, url string) (map[string]float64, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", prometheusAccept)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: status %s", url, resp.Status)
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "gzip" {
+		return nil, fmt.Errorf("scrape %s: Content-Encoding %q, want gzip", url, ce)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(heapSeries, name) {
+			continue
+		}
+		if out[name], err = strconv.ParseFloat(val, 64); err != nil {
+			return nil, fmt.Errorf("scrape %s: %s: %w", url, name, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return out, nil
+}
+
+// readStatus returns the kB fields of /proc/<pid>/status, in bytes.
+func readStatus(pid int) (map[string]float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		v = strings.TrimSpace(v)
+		if !ok || !strings.HasSuffix(v, " kB") {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
+		}
+		out[k] = n * 1024
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if _, ok := out["VmRSS"]; !ok {
+		return nil, errors.New("no VmRSS in /proc status")
+	}
+	return out, nil
+}
+
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitReady polls url until it answers 200 or the deadline passes.
+func waitReady(url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready within %s", url, timeout)
+}
