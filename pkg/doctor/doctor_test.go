@@ -11,9 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
@@ -368,6 +371,18 @@ func TestDoctorChecks(t *testing.T) {
 			checks: []check{{CheckKubelet, Warn, []string{"not implemented", "no reported resource matches", "--kubernetes.resource-names", "example.com/gpu"}}},
 		},
 		{
+			// Go's protobuf refuses proto3 strings that are not UTF-8; the
+			// doctor decodes like the exporter, so it reports the pod.
+			name: "kubelet reply with bytes that are not UTF-8",
+			kubelet: func(k *kubelet.Server) {
+				k.SetRawListReply(invalidUTF8Reply(t, "ml", "train\xff", "c", "nvidia.com/gpu", testUUID))
+			},
+			edit: func(c *Config) { c.Kubernetes.IDType = podresources.IDTypeUID },
+			checks: []check{{CheckKubelet, Warn, []string{
+				"1 pods", "held by ml/train\uFFFD container c", "1 strings in its replies are not valid UTF-8", "U+FFFD",
+			}}},
+		},
+		{
 			name:    "kubelet off",
 			kubelet: func(*kubelet.Server) {},
 			edit:    func(c *Config) { c.Kubernetes.Enabled = "false" },
@@ -558,4 +573,32 @@ func TestHostProbes(t *testing.T) {
 			t.Errorf("hostengineAddress(%q) = %s %s, want %v", in, n, a, want)
 		}
 	}
+}
+
+// invalidUTF8Reply is the wire form of a List reply with one pod whose
+// strings may hold bytes that are not UTF-8: marshalled with placeholders
+// of the same length, which are then replaced by the raw bytes.
+func invalidUTF8Reply(t *testing.T, ns, pod, container, resource, id string) []byte {
+	t.Helper()
+	var raw [][2]string
+	safe := func(s string) string {
+		if utf8.ValidString(s) {
+			return s
+		}
+		p := strings.Repeat("Z", len(s))
+		raw = append(raw, [2]string{p, s})
+		return p
+	}
+	b, err := proto.Marshal(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Namespace: safe(ns), Name: safe(pod),
+		Containers: []*podresourcesv1.ContainerResources{{Name: safe(container),
+			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: safe(resource), DeviceIds: []string{safe(id)}}}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range raw {
+		b = bytes.Replace(b, []byte(r[0]), []byte(r[1]), 1)
+	}
+	return b
 }

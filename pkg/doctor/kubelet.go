@@ -55,7 +55,9 @@ func checkKubelet(ctx context.Context, cfg Config, socket string, inv *source.In
 		res.Status, res.Found, res.Fix = Fail, fmt.Sprintf("%s is not a unix socket (%s)", socket, st.Mode().Type()), "point --kubernetes.pod-resources-socket at the kubelet's pod-resources socket, "+podresources.DefaultSocket
 		return res
 	}
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	callOpts, replaced := podresources.CallOptions()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(callOpts...))
 	if err != nil {
 		res.Status, res.Found = Fail, fmt.Sprintf("socket %s: %v", socket, err)
 		return res
@@ -122,6 +124,10 @@ func checkKubelet(ctx context.Context, cfg Config, socket string, inv *source.In
 	}
 	res.Found = fmt.Sprintf("socket %s answers List: %d pods, %d allocations of GPU resources", socket, len(resp.GetPodResources()), t.Len())
 	res.Status = OK
+	invalid := replaced()
+	if invalid > 0 {
+		res.Details = append(res.Details, fmt.Sprintf("%d strings in the kubelet's replies are not valid UTF-8: shown with U+FFFD in place of the bad bytes", invalid))
+	}
 	switch {
 	case inv == nil && t.Len() > 0:
 		res.Status = Warn
@@ -135,6 +141,10 @@ func checkKubelet(ctx context.Context, cfg Config, socket string, inv *source.In
 		res.Status = Warn
 		res.Found += "; no reported resource matches the configured resource names"
 		res.Fix = "add the GPU resource name (" + strings.Join(ignored, ", ") + ") with --kubernetes.resource-names"
+	case invalid > 0:
+		res.Status = Warn
+		res.Found += fmt.Sprintf("; %d strings in its replies are not valid UTF-8", invalid)
+		res.Fix = "the exporter labels with U+FFFD in place of the bad bytes (gpu_exporter_podresources_invalid_utf8_strings); check what names these pods and devices (device plugin, DRA driver)"
 	}
 	return res
 }

@@ -112,7 +112,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Client, e
 	codec := newTolerantCodec()
 	conn, err := grpc.NewClient("unix://"+cfg.Socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.ForceCodecV2(codec)),
+		grpc.WithDefaultCallOptions(codec.callOptions()...),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: cfg.MinBackoff, Multiplier: 2, Jitter: 0.1, MaxDelay: cfg.MaxBackoff},
 			MinConnectTimeout: cfg.CallTimeout,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -62,6 +63,22 @@ func (c *tolerantCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 // take returns the strings replaced since the last take and resets the count.
 func (c *tolerantCodec) take() int { return int(c.replaced.Swap(0)) }
+
+// callOptions are the call options of a kubelet connection decoding with
+// c: the largest reply accepted, and c as the codec.
+func (c *tolerantCodec) callOptions() []grpc.CallOption {
+	return []grpc.CallOption{grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.ForceCodecV2(c)}
+}
+
+// CallOptions are the gRPC call options every kubelet connection of the
+// exporter uses (the client here, and the doctor's): replies up to the
+// kubelet's own limit, decoded so that strings that are not valid UTF-8
+// get U+FFFD instead of failing the whole reply. replaced returns how
+// many strings were replaced since it was last called.
+func CallOptions() (opts []grpc.CallOption, replaced func() int) {
+	c := newTolerantCodec()
+	return c.callOptions(), c.take
+}
 
 // maxWireDepth bounds message nesting, as protobuf's own decoder does.
 const maxWireDepth = 100
