@@ -15,6 +15,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/dcgmflags"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 )
@@ -84,7 +85,7 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		{"KUBERNETES_VIRTUAL_GPUS=false", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "false"}, func(o *options) bool { return !o.vgpuLabel }},
 		{"-v", []string{"-v"}, nil, func(o *options) bool { return o.version }},
 		// Flags whose behaviour gpu-exporter always has are accepted and noted.
-		{"KUBERNETES_ENABLE_DRA", nil, map[string]string{"KUBERNETES_ENABLE_DRA": "true"}, func(o *options) bool { return len(o.dcgmExporter.already) == 1 }},
+		{"KUBERNETES_ENABLE_DRA", nil, map[string]string{"KUBERNETES_ENABLE_DRA": "true"}, func(o *options) bool { return len(o.dcgmExporter.Already) == 1 }},
 		// Unsupported flags given dcgm-exporter's default are accepted.
 		{"-m none", []string{"-m", "none"}, nil, func(o *options) bool { return true }},
 		{"-s f and -p f", []string{"-s", "f", "-p", "f"}, nil, func(o *options) bool { return true }},
@@ -101,7 +102,7 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 			if !tc.check(o) {
 				t.Errorf("options not set as dcgm-exporter's flag means: %+v", o)
 			}
-			if len(o.dcgmExporter.given) == 0 && tc.name != "-v" {
+			if len(o.dcgmExporter.Given) == 0 && tc.name != "-v" {
 				t.Error("use of a dcgm-exporter flag not recorded")
 			}
 		})
@@ -184,8 +185,8 @@ func TestDCGMExporterAliasTable(t *testing.T) {
 	o := &options{}
 	fs := newFlagSet(o)
 	seen := map[string]bool{}
-	for _, a := range dcgmExporterAliases() {
-		for _, k := range []string{"name:" + a.name, "short:" + a.short, "env:" + a.env, "name:" + a.long2} {
+	for _, a := range dcgmflags.Aliases() {
+		for _, k := range []string{"name:" + a.Name, "short:" + a.Short, "env:" + a.Env, "name:" + a.Long2} {
 			if strings.HasSuffix(k, ":") {
 				continue
 			}
@@ -194,17 +195,17 @@ func TestDCGMExporterAliasTable(t *testing.T) {
 			}
 			seen[k] = true
 		}
-		if fs.Lookup(a.name) != nil || (a.short != "" && fs.ShorthandLookup(a.short) != nil && a.short != "v") {
-			t.Errorf("%s clashes with a gpu-exporter flag", a.name)
+		if fs.Lookup(a.Name) != nil || (a.Short != "" && fs.ShorthandLookup(a.Short) != nil && a.Short != "v") {
+			t.Errorf("%s clashes with a gpu-exporter flag", a.Name)
 		}
-		if (a.kind == mapped) != (a.target != "") || (a.kind != mapped && a.note == "") {
-			t.Errorf("%s: mapped aliases need a target, the others a note", a.name)
+		if (a.Kind == dcgmflags.Mapped) != (a.Target != "") || (a.Kind != dcgmflags.Mapped && a.Note == "") {
+			t.Errorf("%s: mapped aliases need a target, the others a note", a.Name)
 		}
-		if a.target != "" && fs.Lookup(a.target) == nil {
-			t.Errorf("%s: target --%s does not exist", a.name, a.target)
+		if a.Target != "" && fs.Lookup(a.Target) == nil {
+			t.Errorf("%s: target --%s does not exist", a.Name, a.Target)
 		}
-		if len(a.short) > 1 {
-			t.Errorf("%s: short form %q is longer than one letter", a.name, a.short)
+		if len(a.Short) > 1 {
+			t.Errorf("%s: short form %q is longer than one letter", a.Name, a.Short)
 		}
 	}
 }

@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/promslog"
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/dcgmflags"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 )
 
@@ -72,7 +71,7 @@ type options struct {
 	nodeName string
 	// dcgmExporter records the dcgm-exporter flags and environment
 	// variables given, for the start-up log.
-	dcgmExporter compatUse
+	dcgmExporter dcgmflags.Use
 }
 
 // promslogValue adapts promslog's level and format to pflag.
@@ -149,14 +148,14 @@ func envName(flag string) string {
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, *pflag.FlagSet, error) {
 	o := &options{}
 	fs := newFlagSet(o)
-	aliases := addDCGMExporterFlags(fs)
+	aliases := dcgmflags.Declare(fs)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: gpu-exporter [flags]\n\nEvery flag can also be set through its environment twin, e.g. --collect.interval through %s.\n"+
 			"dcgm-exporter's flags and environment variables are accepted where they mean something here (listed last).\n\n", envName("collect.interval"))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(dcgmExporterLongForms(args)); err != nil {
+	if err := fs.Parse(dcgmflags.LongForms(args)); err != nil {
 		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
@@ -164,49 +163,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	}
 	// Precedence: the command line (our flags or dcgm-exporter's), then
 	// GPU_EXPORTER_* variables, then dcgm-exporter's variables.
-	if err := aliases.applyFlags(fs, &o.dcgmExporter); err != nil {
+	if err := aliases.ApplyFlags(fs, &o.dcgmExporter); err != nil {
 		return nil, fs, err
 	}
-	if err := aliases.applyEnv(fs, getenv, &o.dcgmExporter); err != nil {
+	if err := aliases.ApplyEnv(fs, getenv, envName, &o.dcgmExporter); err != nil {
 		return nil, fs, err
 	}
 	o.nodeName = getenv("NODE_NAME")
 	if err := o.validate(fs); err != nil {
-		return o, fs, o.dcgmExporter.explain(err)
+		return o, fs, o.dcgmExporter.Explain(err)
 	}
 	return o, fs, nil
-}
-
-// maxGPUIndex bounds --collect.gpus: far above any host's GPU count.
-const maxGPUIndex = 1023
-
-// parseGPUList reads GPU indices: "0,2-3" is 0, 2 and 3; "" is none.
-func parseGPUList(s string) ([]int, error) {
-	var out []int
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("%q is not a GPU index or range", part)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
-				return nil, fmt.Errorf("%q is not a GPU index or range", part)
-			}
-		}
-		if b > maxGPUIndex {
-			return nil, fmt.Errorf("%q: GPU indices stop at %d", part, maxGPUIndex)
-		}
-		for i := a; i <= b; i++ {
-			if !slices.Contains(out, i) {
-				out = append(out, i)
-			}
-		}
-	}
-	return out, nil
 }

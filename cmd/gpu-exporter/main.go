@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/rightsize"
 )
 
 func main() {
@@ -30,8 +32,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 && args[0] == doctorCommand {
 		return runDoctor(ctx, args[1:], getenv, stdout, stderr)
 	}
-	if len(args) > 0 && args[0] == rightsizeCommand {
-		return runRightsize(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 && args[0] == "rightsize" {
+		return rightsize.Main(ctx, args[1:], stdout, stderr)
 	}
 	o, fs, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {

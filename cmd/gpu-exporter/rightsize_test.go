@@ -48,7 +48,7 @@ func TestRightsizeCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{rightsizeCommand}, tt.args...), func(string) string { return "" }, &stdout, &stderr, nil)
+			code := run(context.Background(), append([]string{"rightsize"}, tt.args...), func(string) string { return "" }, &stdout, &stderr, nil)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), tt.code, tt.want)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // minInterval is the shortest collection and kubelet refresh interval: DCGM
@@ -140,7 +141,7 @@ func (o *options) validateCollect(*pflag.FlagSet) error {
 	if o.maxSeries < 0 {
 		return fmt.Errorf("--collect.max-series must not be negative, got %d", o.maxSeries)
 	}
-	gpus, err := parseGPUList(o.gpus)
+	gpus, err := source.ParseGPUList(o.gpus)
 	if err != nil {
 		return fmt.Errorf("--collect.gpus: %w", err)
 	}

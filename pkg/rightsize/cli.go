@@ -1,4 +1,4 @@
-package main
+package rightsize
 
 import (
 	"context"
@@ -9,16 +9,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/gpu-exporter/gpu-exporter/pkg/rightsize"
 )
 
-const rightsizeCommand = "rightsize"
-
-// runRightsize prints, per workload, its current GPU or MIG size, the size
+// Main runs `gpu-exporter rightsize` with args (the flags after the
+// subcommand) and returns its exit code: 0, 1 when Prometheus could not
+// answer, 2 for a wrong flag. It prints, per workload, its current GPU or MIG size, the size
 // its recorded usage fits, and the GPU-hours the change frees
 // (docs/rightsizing.md).
-func runRightsize(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("gpu-exporter rightsize", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	promURL := fs.String("prometheus.url", "", "Prometheus base URL, e.g. http://prometheus:9090 (required).")
@@ -33,12 +31,12 @@ func runRightsize(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
-	var w rightsize.Window
+	var w Window
 	switch {
 	case err != nil:
 	case *promURL == "":
 		err = errors.New("--prometheus.url is required")
-	case !slices.Contains(rightsize.Formats, *output):
+	case !slices.Contains(Formats, *output):
 		err = fmt.Errorf("--output=%q: want table, json or csv", *output)
 	case !(*headroom >= 0 && *headroom <= 10):
 		err = fmt.Errorf("--headroom=%v: want 0 to 10", *headroom)
@@ -47,11 +45,11 @@ func runRightsize(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case *timeout <= 0:
 		err = fmt.Errorf("--timeout=%v: want more than 0", *timeout)
 	default:
-		w, err = rightsize.WindowByName(*window)
+		w, err = WindowByName(*window)
 	}
-	var p *rightsize.Prometheus
+	var p *Prometheus
 	if err == nil {
-		p, err = rightsize.NewPrometheus(*promURL)
+		p, err = NewPrometheus(*promURL)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter rightsize: %v\n", err)
@@ -59,10 +57,10 @@ func runRightsize(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rows, err := rightsize.Report(ctx, p, rightsize.Options{Window: w, Namespace: *namespace, NamespaceLabel: *nsLabel,
+	rows, err := Report(ctx, p, Options{Window: w, Namespace: *namespace, NamespaceLabel: *nsLabel,
 		Headroom: *headroom, MinCoverage: *minCoverage})
 	if err == nil {
-		err = rightsize.Write(stdout, rows, *output, w)
+		err = Write(stdout, rows, *output, w)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter rightsize: %v\n", err)
