@@ -20,6 +20,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
@@ -37,6 +38,7 @@ type app struct {
 
 	src      source.Source
 	pods     *podresources.Client
+	jobs     *hpcjobs.Reader
 	podStore *podlabels.Store
 	coll     *collector.Collector
 	srv      *server.Server
@@ -72,6 +74,9 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 	if err := a.openPodLabels(); err != nil {
 		return nil, err
 	}
+	if err := a.openHPCJobs(); err != nil {
+		return nil, err
+	}
 	var attr collector.Attribution
 	if a.pods != nil {
 		attr = a.pods
@@ -80,7 +85,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		Interval: o.interval, Timeout: o.timeout, MaxSeries: o.maxSeries, GPUs: o.gpuList,
 		Fields: counters.Fields, Labels: counters.Labels,
 		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
-		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(),
+		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(), Jobs: a.jobAttribution(),
 		RequireGPUs: a.src.Name() != "sim", // the simulator may declare no GPU, for tests
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
@@ -262,6 +267,31 @@ func (a *app) openPodLabels() error {
 	return nil
 }
 
+// openHPCJobs starts the job-mapping reader when --hpc.job-mapping-dir is
+// set. A directory that does not exist yet is logged by the reader and
+// read again at every refresh.
+func (a *app) openHPCJobs() error {
+	if a.o.hpcJobDir == "" {
+		return nil
+	}
+	r, err := hpcjobs.New(hpcjobs.Config{Dir: a.o.hpcJobDir, RefreshInterval: a.o.hpcRefresh}, a.logger, a.reg)
+	if err != nil {
+		return fmt.Errorf("--hpc.job-mapping-dir: %w", err)
+	}
+	a.jobs = r
+	a.logger.Info("HPC job attribution on", "dir", a.o.hpcJobDir, "refresh_interval", a.o.hpcRefresh)
+	return nil
+}
+
+// jobAttribution is the collector's view of the job-mapping reader; nil
+// when off.
+func (a *app) jobAttribution() collector.JobAttribution {
+	if a.jobs == nil {
+		return nil
+	}
+	return a.jobs
+}
+
 // podInfo is the collector's view of the pod informer; nil when off.
 func (a *app) podInfo() collector.PodInfo {
 	if a.podStore == nil {
@@ -284,6 +314,13 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 		if err := a.podStore.Run(loopCtx); err != nil {
 			return fmt.Errorf("pod informer: %w", err)
 		}
+	}
+	if a.jobs != nil {
+		// A first read before the first collection, so that the first
+		// pages carry job labels; failures are logged and counted.
+		_ = a.jobs.Refresh(loopCtx)
+		wg.Add(1)
+		go func() { defer wg.Done(); a.jobs.Run(loopCtx) }()
 	}
 	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
 	if a.pods != nil {

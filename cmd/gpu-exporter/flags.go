@@ -57,6 +57,9 @@ type options struct {
 	podLabelsLimit int
 	podAllow       *regexp.Regexp // compiled --kubernetes.pod-labels
 
+	hpcJobDir  string
+	hpcRefresh time.Duration
+
 	dcgmMode          string
 	dcgmRemoteAddress string
 
@@ -125,6 +128,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.podLabels, "kubernetes.pod-labels", "", "Regular expression (anchored) of pod label keys to add as label_<key> to attributed series; needs NODE_NAME and list/watch on pods (empty: none).")
 	fs.BoolVar(&o.podUID, "kubernetes.pod-uid", false, "Add pod_uid to attributed series; needs NODE_NAME and list/watch on pods.")
 	fs.IntVar(&o.podLabelsLimit, "kubernetes.pod-labels-limit", 10, "Most pod labels added per pod (1-12); keys past it are dropped and logged.")
+	fs.StringVar(&o.hpcJobDir, "hpc.job-mapping-dir", "", "Directory of HPC job-mapping files (dcgm-exporter's format: one file per GPU index or <gpu>.<gpu_instance>, one job id a line, written by a scheduler prolog) whose jobs label GPU series with hpc_job (empty: off). Absolute path; it may not exist yet.")
+	fs.DurationVar(&o.hpcRefresh, "hpc.refresh-interval", 0, "Time between two reads of --hpc.job-mapping-dir, at least 100ms (0: the collect interval).")
 
 	fs.StringVar(&o.dcgmMode, "dcgm.mode", "embedded", "How to reach DCGM: embedded (start a hostengine in the exporter) or remote (connect to --dcgm.remote-address).")
 	fs.StringVar(&o.dcgmRemoteAddress, "dcgm.remote-address", "", "Address of a running nv-hostengine: host:port or a unix socket path; setting it implies --dcgm.mode=remote.")
