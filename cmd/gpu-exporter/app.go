@@ -38,11 +38,14 @@ type app struct {
 
 	src      source.Source
 	pods     *podresources.Client
-	jobs     *hpcjobs.Reader
 	podStore *podlabels.Store
 	coll     *collector.Collector
 	srv      *server.Server
 	cleanup  []func()
+
+	jobs *hpcjobs.Reader
+	// simJobDir is where the simulator writes its HPC jobs, if it does.
+	simJobDir string
 }
 
 func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Logger) (_ *app, err error) {
@@ -125,11 +128,13 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 	if a.flagSet("kubernetes.pod-resources-socket") {
 		cfg.SimKubeletSocket = a.o.k8sSocket
 	}
+	cfg.SimJobDir = a.o.hpcJobDir
 	opened, err := sourceopen.Open(ctx, cfg, a.logger)
 	if err != nil {
 		return "", err
 	}
 	a.src = opened.Source
+	a.simJobDir = opened.JobMappingDir
 	a.cleanup = append(a.cleanup, opened.Close)
 	return opened.KubeletSocket, nil
 }
@@ -268,18 +273,23 @@ func (a *app) openPodLabels() error {
 }
 
 // openHPCJobs starts the job-mapping reader when --hpc.job-mapping-dir is
-// set. A directory that does not exist yet is logged by the reader and
-// read again at every refresh.
+// set, or on the directory the simulator writes its jobs to. A directory
+// that does not exist yet is logged by the reader and read again at every
+// refresh.
 func (a *app) openHPCJobs() error {
-	if a.o.hpcJobDir == "" {
+	dir := a.o.hpcJobDir
+	if dir == "" {
+		dir = a.simJobDir
+	}
+	if dir == "" {
 		return nil
 	}
-	r, err := hpcjobs.New(hpcjobs.Config{Dir: a.o.hpcJobDir, RefreshInterval: a.o.hpcRefresh}, a.logger, a.reg)
+	r, err := hpcjobs.New(hpcjobs.Config{Dir: dir, RefreshInterval: a.o.hpcRefresh}, a.logger, a.reg)
 	if err != nil {
 		return fmt.Errorf("--hpc.job-mapping-dir: %w", err)
 	}
 	a.jobs = r
-	a.logger.Info("HPC job attribution on", "dir", a.o.hpcJobDir, "refresh_interval", a.o.hpcRefresh)
+	a.logger.Info("HPC job attribution on", "dir", dir, "refresh_interval", a.o.hpcRefresh)
 	return nil
 }
 

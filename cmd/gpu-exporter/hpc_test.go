@@ -81,3 +81,49 @@ func TestHPCJobMappingDir(t *testing.T) {
 	}
 	poll("no job on GPU 0", func(f map[string]*dto.MetricFamily) bool { return len(jobsOf(f, "0")) == 0 })
 }
+
+// TestHPCScenario is `make demo SCENARIO=hpc`: the simulator writes its
+// jobs into a job-mapping directory of its own and the real reader labels
+// the series, with no flag but the scenario.
+func TestHPCScenario(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--source=sim", "--sim.scenario=hpc", "--web.listen-address=" + addr, "--collect.interval=100ms"}, noEnv, io.Discard, &stderr, nil)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit code %d; log:\n%s", code, stderr.String())
+		}
+	}()
+	base := "http://" + addr
+	waitFor(t, base+"/readyz", http.StatusOK)
+	want := map[string]string{"0": "4242", "1": "4242", "2": "5001,5002", "3": "6001", "5": ""}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fams, _ := scrape(t, base+"/metrics")
+		got := map[string]string{}
+		for _, m := range fams["gpu_utilization_ratio"].GetMetric() {
+			l := labels(m)
+			if got[l["gpu"]] != "" && l["hpc_job"] != "" {
+				got[l["gpu"]] += ","
+			}
+			got[l["gpu"]] += l["hpc_job"]
+		}
+		ok := true
+		for gpu, jobs := range want {
+			ok = ok && got[gpu] == jobs
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hpc_job by GPU %v, want %v; log:\n%s", got, want, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

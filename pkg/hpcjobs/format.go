@@ -206,3 +206,16 @@ func parseLine(line string) (Job, bool) {
 // notBlankControl reports control characters other than the tab, which
 // separates fields like a space.
 func notBlankControl(r rune) bool { return unicode.IsControl(r) && r != '\t' }
+
+// Line writes j as one line of a mapping file, without the newline: the
+// job id, then user= and partition= when set. ParseContent reads it back.
+func Line(j Job) string {
+	s := j.ID
+	if j.User != "" {
+		s += " " + keyUser + "=" + j.User
+	}
+	if j.Partition != "" {
+		s += " " + keyPartition + "=" + j.Partition
+	}
+	return s
+}

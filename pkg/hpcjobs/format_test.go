@@ -105,6 +105,17 @@ func TestParseContent(t *testing.T) {
 	}
 }
 
+// Line writes what ParseContent reads back.
+func TestLineRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, j := range []Job{{ID: "1"}, {ID: "4242_7", User: "alice"}, {ID: "9", Partition: "gpu"}, {ID: "9+1", User: "zoë", Partition: "a100"}} {
+		got, problems := ParseContent([]byte(Line(j) + "\n"))
+		if len(problems) != 0 || !slices.Equal(got, []Job{j}) {
+			t.Errorf("Line(%+v) = %q reads back as %+v, %v", j, Line(j), got, problems)
+		}
+	}
+}
+
 func FuzzParseContent(f *testing.F) {
 	for _, s := range []string{"4242\n", "4242 user=a partition=b\n", "\xff\n", "a b\n", "# c\n\n"} {
 		f.Add([]byte(s))
