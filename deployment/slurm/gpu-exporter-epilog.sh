@@ -6,7 +6,7 @@
 # (older Slurm releases give SLURM_JOB_GPUS to the Prolog only).
 #
 # Environment: SLURM_JOB_ID. Settings: GPU_EXPORTER_HPC_JOB_MAPPING_DIR
-# (default /run/gpu-jobs), GPU_EXPORTER_SYSLOG and GPU_EXPORTER_LOCK_WAIT, as
+# (default /run/gpu-jobs), GPU_JOB_MAPPING_SYSLOG and GPU_JOB_MAPPING_LOCK_WAIT, as
 # for the prolog.
 #
 # It always exits 0: a failing Epilog sets the node DOWN (Slurm's Prolog
@@ -18,7 +18,7 @@ umask 022
 
 log() {
 	echo "gpu-exporter-epilog: $*" >&2
-	if [ "${GPU_EXPORTER_SYSLOG:-yes}" != no ] && command -v logger >/dev/null 2>&1; then
+	if [ "${GPU_JOB_MAPPING_SYSLOG:-yes}" != no ] && command -v logger >/dev/null 2>&1; then
 		logger -t gpu-exporter-slurm -- "epilog: $*"
 	fi
 }
@@ -36,7 +36,7 @@ lock="$dir/.lock"
 tries=0
 until mkdir "$lock" 2>/dev/null; do
 	tries=$((tries + 1))
-	if [ "$tries" -gt "${GPU_EXPORTER_LOCK_WAIT:-20}" ]; then
+	if [ "$tries" -gt "${GPU_JOB_MAPPING_LOCK_WAIT:-20}" ]; then
 		log "breaking a stale lock $lock"
 		rmdir "$lock" 2>/dev/null
 		tries=0

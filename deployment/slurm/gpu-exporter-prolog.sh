@@ -13,11 +13,12 @@
 #   SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_PARTITION, and the GPUs from
 #   SLURM_JOB_GPUS or, when it is not set, CUDA_VISIBLE_DEVICES.
 # Settings:
-#   GPU_EXPORTER_HPC_JOB_MAPPING_DIR  the directory (default /run/gpu-jobs)
-#   GPU_EXPORTER_JOB_FIELDS=no        write the job id alone, as plain
+#   GPU_EXPORTER_HPC_JOB_MAPPING_DIR  the directory (default /run/gpu-jobs);
+#                                     the exporter's --hpc.job-mapping-dir twin
+#   GPU_JOB_MAPPING_FIELDS=no         write the job id alone, as plain
 #                                     dcgm-exporter files (no user=, partition=)
-#   GPU_EXPORTER_SYSLOG=no            log to stderr only, not through logger(1)
-#   GPU_EXPORTER_LOCK_WAIT            seconds to wait for another prolog or
+#   GPU_JOB_MAPPING_SYSLOG=no         log to stderr only, not through logger(1)
+#   GPU_JOB_MAPPING_LOCK_WAIT         seconds to wait for another prolog or
 #                                     epilog before breaking its lock (20)
 #
 # It always exits 0: a failing Prolog drains the node and requeues the job
@@ -30,7 +31,7 @@ set -f # the GPU list is split on commas, never globbed
 
 log() {
 	echo "gpu-exporter-prolog: $*" >&2
-	if [ "${GPU_EXPORTER_SYSLOG:-yes}" != no ] && command -v logger >/dev/null 2>&1; then
+	if [ "${GPU_JOB_MAPPING_SYSLOG:-yes}" != no ] && command -v logger >/dev/null 2>&1; then
 		logger -t gpu-exporter-slurm -- "prolog: $*"
 	fi
 }
@@ -52,7 +53,7 @@ gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
 [ -n "$gpus" ] || exit 0 # a job without GPUs
 
 line=$job
-if [ "${GPU_EXPORTER_JOB_FIELDS:-yes}" != no ]; then
+if [ "${GPU_JOB_MAPPING_FIELDS:-yes}" != no ]; then
 	if word "${SLURM_JOB_USER:-}"; then line="$line user=$SLURM_JOB_USER"; fi
 	if word "${SLURM_JOB_PARTITION:-}"; then line="$line partition=$SLURM_JOB_PARTITION"; fi
 fi
@@ -68,7 +69,7 @@ lock="$dir/.lock"
 tries=0
 until mkdir "$lock" 2>/dev/null; do
 	tries=$((tries + 1))
-	if [ "$tries" -gt "${GPU_EXPORTER_LOCK_WAIT:-20}" ]; then
+	if [ "$tries" -gt "${GPU_JOB_MAPPING_LOCK_WAIT:-20}" ]; then
 		log "breaking a stale lock $lock"
 		rmdir "$lock" 2>/dev/null
 		tries=0

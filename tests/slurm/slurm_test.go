@@ -55,8 +55,8 @@ func (n *node) run(script string, env ...string) string {
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"GPU_EXPORTER_HPC_JOB_MAPPING_DIR=" + n.dir,
-		"GPU_EXPORTER_SYSLOG=no",
-		"GPU_EXPORTER_LOCK_WAIT=1",
+		"GPU_JOB_MAPPING_SYSLOG=no",
+		"GPU_JOB_MAPPING_LOCK_WAIT=1",
 	}, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -180,7 +180,7 @@ func TestPrologForms(t *testing.T) {
 		{name: "SLURM_JOB_GPUS wins over CUDA_VISIBLE_DEVICES", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=3", "CUDA_VISIBLE_DEVICES=0"},
 			want: map[string]string{"3": "7\n"}},
 		{name: "array and heterogeneous ids", env: []string{"SLURM_JOB_ID=7_3", "SLURM_JOB_GPUS=0"}, want: map[string]string{"0": "7_3\n"}},
-		{name: "plain dcgm-exporter lines", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_USER=alice", "SLURM_JOB_PARTITION=gpu", "SLURM_JOB_GPUS=0", "GPU_EXPORTER_JOB_FIELDS=no"},
+		{name: "plain dcgm-exporter lines", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_USER=alice", "SLURM_JOB_PARTITION=gpu", "SLURM_JOB_GPUS=0", "GPU_JOB_MAPPING_FIELDS=no"},
 			want: map[string]string{"0": "7\n"}},
 		{name: "a user with a blank is left out", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_USER=a b", "SLURM_JOB_PARTITION=gpu", "SLURM_JOB_GPUS=0"},
 			want: map[string]string{"0": "7 partition=gpu\n"}},
