@@ -173,7 +173,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 		up:       true, // so that a first failure is logged as a change
 	}
 	c.m = newMetrics(src.Name())
-	if err := c.m.register(reg); err != nil {
+	if err := c.m.register(reg, cfg.Jobs != nil); err != nil {
 		return nil, err
 	}
 	c.page.Store(exposition.Empty())
@@ -399,6 +399,7 @@ func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition
 	table.UnmatchedCounts(c.filter.unfiltered(inv)).ByReason(func(reason string, n int) {
 		c.m.unmatched.WithLabelValues(reason).Set(float64(n))
 	})
+	c.m.jobsUnmatched.Set(float64(len(key.jobs.Unmatched(c.filter.unfiltered(inv)))))
 	c.joinInv, c.joinKey, c.targets = inv, key, targets
 	return targets
 }

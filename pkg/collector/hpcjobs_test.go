@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
@@ -111,5 +112,46 @@ func expect(t *testing.T, text string, want, gone []string) {
 		if strings.Contains(text, s) {
 			t.Errorf("page still holds %s:\n%s", s, text)
 		}
+	}
+}
+
+// A mapping file for a GPU the node does not have is counted, and the
+// gauge exists only with job attribution on.
+func TestHPCJobsUnmatched(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	jobs := &jobTable{}
+	jobs.t.Store(hpcjobs.NewTable(map[hpcjobs.Key][]hpcjobs.Job{
+		{GPU: 1, Instance: -1}: {{ID: "8"}},
+		{GPU: 7, Instance: -1}: {{ID: "9"}}, // no GPU 7
+		{GPU: 1, Instance: 2}:  {{ID: "9"}}, // GPU 1 has no MIG instance 2
+	}))
+	reg := prometheus.NewRegistry()
+	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), Jobs: jobs}, src, nil, slog.New(slog.DiscardHandler), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(c.m.jobsUnmatched); got != 2 {
+		t.Errorf("unmatched files = %v, want 2", got)
+	}
+	jobs.t.Store(hpcjobs.NewTable(map[hpcjobs.Key][]hpcjobs.Job{{GPU: 1, Instance: -1}: {{ID: "8"}}}))
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(c.m.jobsUnmatched); got != 0 {
+		t.Errorf("unmatched files = %v, want 0", got)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "gpu_exporter_hpc_job_mapping_unmatched_files"); n != 1 {
+		t.Errorf("gauge registered %d times with jobs on, want 1", n)
+	}
+	off := prometheus.NewRegistry()
+	if _, err := New(Config{Interval: time.Hour, Fields: testFields(t)}, src, nil, slog.New(slog.DiscardHandler), off); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := testutil.GatherAndCount(off, "gpu_exporter_hpc_job_mapping_unmatched_files"); n != 0 {
+		t.Errorf("gauge registered without job attribution")
 	}
 }

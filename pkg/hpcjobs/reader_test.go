@@ -359,3 +359,26 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Error("no self-metrics registered")
 	}
 }
+
+// Files of GPUs or MIG instances the node does not have are unmatched.
+func TestTableUnmatched(t *testing.T) {
+	t.Parallel()
+	tab := NewTable(map[Key][]Job{
+		{GPU: 0, Instance: -1}: {{ID: "1"}},
+		{GPU: 1, Instance: 2}:  {{ID: "2"}},
+		{GPU: 1, Instance: 3}:  {{ID: "3"}}, // no such instance
+		{GPU: 8, Instance: -1}: {{ID: "4"}}, // no such GPU
+		{GPU: 0, Instance: 0}:  {{ID: "5"}}, // GPU 0 is not in MIG mode
+	})
+	inv := &source.Inventory{Entities: []source.Entity{*gpu(0), *gpu(1), *mig(1, 2, 0), *mig(1, 2, 1)}}
+	want := []Key{{0, 0}, {1, 3}, {8, -1}}
+	if got := tab.Unmatched(inv); !slices.Equal(got, want) {
+		t.Errorf("Unmatched = %v, want %v", got, want)
+	}
+	if got := (*Table)(nil).Unmatched(inv); got != nil {
+		t.Errorf("nil table: %v", got)
+	}
+	if got := tab.Unmatched(nil); len(got) != 5 {
+		t.Errorf("no inventory: %v, want every key", got)
+	}
+}

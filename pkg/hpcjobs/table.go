@@ -83,3 +83,31 @@ func (t *Table) Keys() []Key {
 	slices.SortFunc(keys, func(a, b Key) int { return cmp.Or(cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Instance, b.Instance)) })
 	return keys
 }
+
+// Unmatched returns the keys with jobs that no entity of inv answers to
+// (a GPU index the node does not have, a MIG instance that does not
+// exist), sorted: usually a prolog numbering GPUs differently from NVML.
+// Nil-safe on t and inv.
+func (t *Table) Unmatched(inv *source.Inventory) []Key {
+	if len(t.entries()) == 0 {
+		return nil
+	}
+	known := map[Key]bool{}
+	if inv != nil {
+		for i := range inv.Entities {
+			switch e := &inv.Entities[i]; e.Kind {
+			case source.GPU:
+				known[Key{GPU: e.GPU, Instance: -1}] = true
+			case source.GPUInstance:
+				known[Key{GPU: e.GPU, Instance: e.GPUInstance}] = true
+			}
+		}
+	}
+	var out []Key
+	for _, k := range t.Keys() {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
