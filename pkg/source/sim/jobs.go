@@ -84,12 +84,15 @@ func (b *builder) job(n *yaml.Node, p string) (*jobTemplate, error) {
 		return nil, err
 	}
 	jt := &jobTemplate{window: window{open: true}}
-	for key, dst := range map[string]*string{"id": &jt.job.ID, "user": &jt.job.User, "partition": &jt.job.Partition} {
-		if *dst, err = o.str(key); err != nil {
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"id", &jt.job.ID}, {"user", &jt.job.User}, {"partition", &jt.job.Partition}} {
+		if *f.dst, err = o.str(f.key); err != nil {
 			return nil, err
 		}
-		if v, vp := o.at(key); v != nil && !word(*dst) {
-			return nil, d.errf(v, vp, "%q is not one word of a mapping-file line (no blanks, '=', control characters or leading '#')", *dst)
+		if v, vp := o.at(f.key); v != nil && !word(*f.dst) {
+			return nil, d.errf(v, vp, "%q is not one word of a mapping-file line (no blanks, '=', control characters or leading '#')", *f.dst)
 		}
 	}
 	// The same window rules as pods.
