@@ -14,12 +14,12 @@ func gpuHours(series string) string {
 
 // Workloads shows what namespaces and pods do with their GPUs: GPU-hours,
 // utilization, memory and power, idle-but-allocated GPUs and a waste
-// table. Shared GPUs are split between their holders and MIG instances
+// table; and the same for HPC jobs and users (hpcRows). Shared GPUs are split between their holders and MIG instances
 // count as their share of a GPU (see rules/recording.yaml).
 func Workloads(o Options) (dashboard.Dashboard, error) {
 	bd := newBoard(o, WorkloadsUID, "GPU / Namespace and workload usage",
 		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs.",
-		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o)})
+		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o), hpcUserVar()})
 	ns := sel(mCluster, o.mNamespace())
 	pods := sel(mCluster, mNode, o.mNamespace(), mPod)
 	nsLabel := o.ns()
@@ -112,5 +112,6 @@ avg_over_time(gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_ins
 		queries:     []query{{expr: pendingGPUPods(sel(mCluster, mKSMNamespace))}}},
 		[]column{{field: "namespace"}, {field: "pod"}, {field: "Value", title: "GPUs requested"}},
 		"")
+	hpcRows(bd)
 	return bd.build()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
@@ -41,6 +42,10 @@ type app struct {
 	coll     *collector.Collector
 	srv      *server.Server
 	cleanup  []func()
+
+	jobs *hpcjobs.Reader
+	// simJobDir is where the simulator writes its HPC jobs, if it does.
+	simJobDir string
 }
 
 func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Logger) (_ *app, err error) {
@@ -72,6 +77,9 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 	if err := a.openPodLabels(); err != nil {
 		return nil, err
 	}
+	if err := a.openHPCJobs(); err != nil {
+		return nil, err
+	}
 	var attr collector.Attribution
 	if a.pods != nil {
 		attr = a.pods
@@ -80,7 +88,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		Interval: o.interval, Timeout: o.timeout, MaxSeries: o.maxSeries, GPUs: o.gpuList,
 		Fields: counters.Fields, Labels: counters.Labels,
 		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
-		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(),
+		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(), Jobs: a.jobAttribution(),
 		RequireGPUs: a.src.Name() != "sim", // the simulator may declare no GPU, for tests
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
@@ -120,11 +128,13 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 	if a.flagSet("kubernetes.pod-resources-socket") {
 		cfg.SimKubeletSocket = a.o.k8sSocket
 	}
+	cfg.SimJobDir = a.o.hpcJobDir
 	opened, err := sourceopen.Open(ctx, cfg, a.logger)
 	if err != nil {
 		return "", err
 	}
 	a.src = opened.Source
+	a.simJobDir = opened.JobMappingDir
 	a.cleanup = append(a.cleanup, opened.Close)
 	return opened.KubeletSocket, nil
 }
@@ -262,6 +272,36 @@ func (a *app) openPodLabels() error {
 	return nil
 }
 
+// openHPCJobs starts the job-mapping reader when --hpc.job-mapping-dir is
+// set, or on the directory the simulator writes its jobs to. A directory
+// that does not exist yet is logged by the reader and read again at every
+// refresh.
+func (a *app) openHPCJobs() error {
+	dir := a.o.hpcJobDir
+	if dir == "" {
+		dir = a.simJobDir
+	}
+	if dir == "" {
+		return nil
+	}
+	r, err := hpcjobs.New(hpcjobs.Config{Dir: dir, RefreshInterval: a.o.hpcRefresh}, a.logger, a.reg)
+	if err != nil {
+		return fmt.Errorf("--hpc.job-mapping-dir: %w", err)
+	}
+	a.jobs = r
+	a.logger.Info("HPC job attribution on", "dir", dir, "refresh_interval", a.o.hpcRefresh)
+	return nil
+}
+
+// jobAttribution is the collector's view of the job-mapping reader; nil
+// when off.
+func (a *app) jobAttribution() collector.JobAttribution {
+	if a.jobs == nil {
+		return nil
+	}
+	return a.jobs
+}
+
 // podInfo is the collector's view of the pod informer; nil when off.
 func (a *app) podInfo() collector.PodInfo {
 	if a.podStore == nil {
@@ -284,6 +324,13 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 		if err := a.podStore.Run(loopCtx); err != nil {
 			return fmt.Errorf("pod informer: %w", err)
 		}
+	}
+	if a.jobs != nil {
+		// A first read before the first collection, so that the first
+		// pages carry job labels; failures are logged and counted.
+		_ = a.jobs.Refresh(loopCtx)
+		wg.Add(1)
+		go func() { defer wg.Done(); a.jobs.Run(loopCtx) }()
 	}
 	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
 	if a.pods != nil {

@@ -56,6 +56,9 @@ type options struct {
 	podLabelsLimit int
 	podAllow       *regexp.Regexp // compiled --kubernetes.pod-labels
 
+	hpcJobDir  string
+	hpcRefresh time.Duration
+
 	dcgmMode          string
 	dcgmRemoteAddress string
 
@@ -105,7 +108,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
 	fs.StringVar(&o.gpus, "collect.gpus", "", "GPU indices to export, comma-separated, with ranges (0,2-3); their MIG instances come with them (empty: every GPU).")
-	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, scale-64) or a YAML file path.")
+	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, hpc, scale-64) or a YAML file path.")
 
 	fs.StringVar(&o.naming, "naming", "prometheus", "Series names, units and labels: prometheus (gpu_* names in base units) or dcgm (dcgm-exporter's DCGM_FI_* names, DCGM units and labels, for existing dashboards and alerts).")
 	fs.StringVar(&o.hostnameLabel, "naming.hostname-label", exposition.HostnameLabel, "With --naming=dcgm: name of the hostname label, Hostname (dcgm-exporter up to 4.x) or hostname (later releases), or none to leave it out. Its value is $NODE_NAME, else the host name.")
@@ -124,6 +127,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.podLabels, "kubernetes.pod-labels", "", "Regular expression (anchored) of pod label keys to add as label_<key> to attributed series; needs NODE_NAME and list/watch on pods (empty: none).")
 	fs.BoolVar(&o.podUID, "kubernetes.pod-uid", false, "Add pod_uid to attributed series; needs NODE_NAME and list/watch on pods.")
 	fs.IntVar(&o.podLabelsLimit, "kubernetes.pod-labels-limit", 10, "Most pod labels added per pod (1-12); keys past it are dropped and logged.")
+	fs.StringVar(&o.hpcJobDir, "hpc.job-mapping-dir", "", "Directory of HPC job-mapping files (dcgm-exporter's format: one file per GPU index or <gpu>.<gpu_instance>, one job id a line, written by a scheduler prolog) whose jobs label GPU series with hpc_job (empty: off). Absolute path; it may not exist yet.")
+	fs.DurationVar(&o.hpcRefresh, "hpc.refresh-interval", 0, "Time between two reads of --hpc.job-mapping-dir, at least 100ms (0: the collect interval).")
 
 	fs.StringVar(&o.dcgmMode, "dcgm.mode", "embedded", "How to reach DCGM: embedded (start a hostengine in the exporter) or remote (connect to --dcgm.remote-address).")
 	fs.StringVar(&o.dcgmRemoteAddress, "dcgm.remote-address", "", "Address of a running nv-hostengine: host:port or a unix socket path; setting it implies --dcgm.mode=remote.")

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ const minInterval = 100 * time.Millisecond
 // error names its flag. Paths of files (counters, scenario, web config) are
 // checked when they are read, with a deadline.
 func (o *options) validate(fs *pflag.FlagSet) error {
-	for _, check := range []func(*pflag.FlagSet) error{o.validateWeb, o.validateCollect, o.validateNaming, o.validateKubernetes, o.validateDCGM} {
+	for _, check := range []func(*pflag.FlagSet) error{o.validateWeb, o.validateCollect, o.validateNaming, o.validateKubernetes, o.validateHPC, o.validateDCGM} {
 		if err := check(fs); err != nil {
 			return err
 		}
@@ -216,6 +217,25 @@ func (o *options) validateKubernetes(fs *pflag.FlagSet) error {
 	o.podAllow = allow
 	if o.podLabelsLimit < 1 || o.podLabelsLimit > podlabels.MaxLabelsLimit {
 		return fmt.Errorf("--kubernetes.pod-labels-limit must be 1..%d, got %d", podlabels.MaxLabelsLimit, o.podLabelsLimit)
+	}
+	return nil
+}
+
+// validateHPC checks the job-mapping flags. The directory need not exist
+// at start: a prolog creates it with the first job (dcgm-exporter also
+// starts without it).
+func (o *options) validateHPC(*pflag.FlagSet) error {
+	if o.hpcJobDir != "" && !filepath.IsAbs(o.hpcJobDir) {
+		return fmt.Errorf("--hpc.job-mapping-dir must be an absolute path, got %q", o.hpcJobDir)
+	}
+	if o.hpcRefresh < 0 {
+		return fmt.Errorf("--hpc.refresh-interval must not be negative, got %s", o.hpcRefresh)
+	}
+	if o.hpcRefresh == 0 {
+		o.hpcRefresh = o.interval
+	}
+	if o.hpcRefresh < minInterval {
+		return fmt.Errorf("--hpc.refresh-interval must be at least %s, got %s", minInterval, o.hpcRefresh)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -30,6 +31,12 @@ var ErrReadInFlight = errors.New("previous source read still in flight")
 // returned while the table is unchanged.
 type Attribution interface {
 	Table() *podresources.Table
+}
+
+// JobAttribution gives the current HPC job table (the job-mapping
+// directory). The same pointer is returned while the table is unchanged.
+type JobAttribution interface {
+	Table() *hpcjobs.Table
 }
 
 // Config configures a Collector.
@@ -59,6 +66,9 @@ type Config struct {
 	// PodInfo adds pod UIDs and allowlisted pod labels to held series; nil
 	// leaves them out.
 	PodInfo PodInfo
+	// Jobs attributes GPUs to HPC jobs besides (or instead of) pods; nil
+	// leaves job labels out.
+	Jobs JobAttribution
 	// RequireGPUs makes a collection that finds no GPU leave the collector
 	// not ready, with a warning: right for DCGM and NVML on a GPU node. The
 	// simulator may declare no GPU and still be ready.
@@ -77,6 +87,7 @@ type PodInfo interface {
 type attributionKey struct {
 	table   *podresources.Table
 	version uint64
+	jobs    *hpcjobs.Table
 }
 
 // Counters is what to collect; the naming decides what else it watches
@@ -164,7 +175,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 		filter:   newGPUFilter(cfg.GPUs),
 		up:       true, // so that a first failure is logged as a change
 	}
-	if err := c.m.register(reg); err != nil {
+	if err := c.m.register(reg, cfg.Jobs != nil); err != nil {
 		return nil, err
 	}
 	c.page.Store(exposition.Empty())
@@ -293,6 +304,9 @@ func (c *Collector) collect(ctx context.Context) error {
 		table = c.attr.Table()
 	}
 	key := attributionKey{table: table}
+	if c.cfg.Jobs != nil {
+		key.jobs = c.cfg.Jobs.Table()
+	}
 	if c.cfg.PodInfo != nil {
 		key.version = c.cfg.PodInfo.Version() // read before the lookups: a change during them shows next time
 	}
@@ -357,9 +371,9 @@ func (c *Collector) read(ctx context.Context) (*source.Sample, error) {
 	}
 }
 
-// join lists one target per (entity, holding container), or one target for
-// an entity nobody holds. It is recomputed only when the inventory or the
-// attribution table changed.
+// join lists one target per (entity, holding container or HPC job), or one
+// target for an entity nobody holds. It is recomputed only when the
+// inventory or an attribution table changed.
 func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition.Target {
 	if inv == c.joinInv && key == c.joinKey && c.targets != nil {
 		return c.targets
@@ -368,7 +382,9 @@ func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition
 	targets := make([]exposition.Target, 0, len(inv.Entities))
 	for i := range inv.Entities {
 		hs := table.Holders(&inv.Entities[i])
-		if len(hs) == 0 {
+		jobs := key.jobs.Jobs(&inv.Entities[i])
+		holders := len(hs) + len(jobs)
+		if holders == 0 {
 			targets = append(targets, exposition.Target{Entity: i})
 			continue
 		}
@@ -376,7 +392,14 @@ func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition
 			targets = append(targets, exposition.Target{
 				Entity: i,
 				Holder: c.holder(h),
-				Shared: h.Shared || len(hs) > 1, // a replica is shared even while it has one holder
+				Shared: h.Shared || holders > 1, // a replica is shared even while it has one holder
+			})
+		}
+		for _, j := range jobs {
+			targets = append(targets, exposition.Target{
+				Entity: i,
+				Holder: &exposition.Holder{HPCJob: j.ID, HPCUser: j.User, HPCPartition: j.Partition},
+				Shared: holders > 1,
 			})
 		}
 	}
@@ -385,6 +408,7 @@ func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition
 	table.UnmatchedCounts(c.filter.unfiltered(inv)).ByReason(func(reason string, n int) {
 		c.m.unmatched.WithLabelValues(reason).Set(float64(n))
 	})
+	c.m.jobsUnmatched.Set(float64(len(key.jobs.Unmatched(c.filter.unfiltered(inv)))))
 	c.joinInv, c.joinKey, c.targets = inv, key, targets
 	return targets
 }

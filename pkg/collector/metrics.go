@@ -27,6 +27,8 @@ type metrics struct {
 	gpusVec     *prometheus.GaugeVec
 	stages      [numStages]prometheus.Observer
 	stagesVec   *prometheus.HistogramVec
+	// jobsUnmatched is registered only with job attribution on.
+	jobsUnmatched prometheus.Gauge
 }
 
 // The stages of a collection, the values of
@@ -72,6 +74,10 @@ func newMetrics(sourceName string) *metrics {
 	for _, stage := range []string{"watch", "read", "timeout", "health"} {
 		m.errors.WithLabelValues(stage)
 	}
+	m.jobsUnmatched = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gpu_exporter_hpc_job_mapping_unmatched_files",
+		Help: "HPC job-mapping files with jobs that name a GPU index or MIG instance this exporter does not see (usually a prolog numbering GPUs differently from NVML); their jobs label nothing.",
+	})
 	podresources.UnmatchedCounts{}.ByReason(func(reason string, _ int) { m.unmatched.WithLabelValues(reason) })
 	m.gpusVec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpu_exporter_gpus", Help: "Entities in the inventory of the last successful collection, after --collect.gpus, by kind (gpu, gpu_instance, nvswitch, nvlink).",
@@ -94,10 +100,13 @@ func newMetrics(sourceName string) *metrics {
 	return m
 }
 
-func (m *metrics) register(reg prometheus.Registerer) error {
+func (m *metrics) register(reg prometheus.Registerer, jobs bool) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.up, m.duration, m.collections, m.errors, m.series, m.dropped, m.lastSuccess, m.unmatched, m.gpusVec, m.stagesVec} {
 		errs = append(errs, reg.Register(c))
+	}
+	if jobs {
+		errs = append(errs, reg.Register(m.jobsUnmatched))
 	}
 	return errors.Join(errs...)
 }

@@ -34,7 +34,8 @@ const (
 	EntityLabels = "<entity>"
 	// HolderLabels stands for the labels of the container holding the
 	// entity, when one does: namespace, pod, container and, with the pod
-	// informer, pod_uid and allowlisted label_* pod labels.
+	// informer, pod_uid and allowlisted label_* pod labels; or those of the
+	// HPC job holding it: hpc_job, and hpc_user, hpc_partition when known.
 	HolderLabels = "<holder>"
 )
 

@@ -34,7 +34,7 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 	holder := &Holder{Namespace: "ml", Pod: "train", Container: "main", PodUID: "uid-1", Labels: []Label{{Name: "label_team", Value: "a"}}}
 	return Input{
 		Sample:  s,
-		Targets: []Target{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2}},
+		Targets: []Target{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}}},
 		Lost:    []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
 		Health:  []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
 	}
@@ -122,7 +122,7 @@ func checkDeclaredLabels(t *testing.T, d Family, naming Naming, got map[string]s
 		}
 	}
 	entity := []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "link", "nvswitch"}
-	holder := []string{"namespace", "pod", "container", "pod_uid"}
+	holder := []string{"namespace", "pod", "container", "pod_uid", "hpc_job", "hpc_user", "hpc_partition"}
 	for l := range got {
 		if slices.Contains(d.Labels, l) {
 			continue

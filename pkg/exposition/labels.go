@@ -21,7 +21,9 @@ func entityLabels(b []byte, e *source.Entity, h *Holder) []byte {
 	case source.NVSwitch:
 		b = appendLabel(b, false, "nvswitch", strconv.Itoa(e.ID))
 	}
-	if h != nil {
+	if h != nil && h.HPCJob != "" {
+		b = appendHPCJob(b, h)
+	} else if h != nil {
 		b = appendLabel(b, false, "namespace", h.Namespace)
 		b = appendLabel(b, false, "pod", h.Pod)
 		b = appendLabel(b, false, "container", h.Container)
@@ -37,6 +39,20 @@ func appendPodInfo(b []byte, h *Holder) []byte {
 	}
 	for _, l := range h.Labels {
 		b = appendLabel(b, false, l.Name, l.Value)
+	}
+	return b
+}
+
+// appendHPCJob appends an HPC job holder's labels, sorted by name as
+// dcgm-exporter sorts its attributes; hpc_job is dcgm-exporter's name
+// (hpcJobAttribute, internal/pkg/transformation/const.go).
+func appendHPCJob(b []byte, h *Holder) []byte {
+	b = appendLabel(b, false, "hpc_job", h.HPCJob)
+	if h.HPCPartition != "" {
+		b = appendLabel(b, false, "hpc_partition", h.HPCPartition)
+	}
+	if h.HPCUser != "" {
+		b = appendLabel(b, false, "hpc_user", h.HPCUser)
 	}
 	return b
 }

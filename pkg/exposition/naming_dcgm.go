@@ -176,7 +176,10 @@ func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Target, labelCols []int
 			}
 		}
 		l := targetLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU)}
-		if h := t.Holder; h != nil {
+		if h := t.Holder; h != nil && h.HPCJob != "" {
+			l.attr = len(b) // err_code and err_msg sort before hpc_*
+			b = appendHPCJob(b, h)
+		} else if h != nil {
 			// Sorted by name: container(_name) sorts before err_code and
 			// err_msg, the rest after them.
 			b = appendLabel(b, false, container, h.Container)

@@ -100,6 +100,11 @@ type Holder struct {
 	// "GPU-…::3"), empty when it holds a whole device. Dcgm naming writes it
 	// as the vgpu label when DCGMOptions.VirtualGPUs is set.
 	VGPU string
+	// HPCJob, when set, makes the holder an HPC scheduler job (the
+	// job-mapping directory) rather than a container: its series carry
+	// hpc_job and, when the mapping file says them, hpc_user and
+	// hpc_partition, instead of the pod labels.
+	HPCJob, HPCUser, HPCPartition string
 }
 
 // Label is one extra label of a holder.

@@ -17,6 +17,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/jobdir"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	// temporary directory's kubelet.sock).
 	SimKubelet       bool
 	SimKubeletSocket string
+	// SimJobDir is where a scenario's HPC jobs are written, as a Slurm
+	// prolog would (empty: a new temporary directory). Scenarios without
+	// jobs write nothing.
+	SimJobDir string
 }
 
 // Opened is an open source.
@@ -50,6 +55,9 @@ type Opened struct {
 	Source source.Source
 	// KubeletSocket is the simulated kubelet's socket, or "".
 	KubeletSocket string
+	// JobMappingDir is the directory the simulator writes its HPC jobs
+	// to, or "" when the scenario has none.
+	JobMappingDir string
 	cleanup       []func()
 }
 
@@ -150,6 +158,9 @@ func (o *Opened) openSim(ctx context.Context, cfg Config, logger *slog.Logger) e
 	src := sim.New(scn)
 	o.Source = src
 	o.cleanup = append(o.cleanup, func() { _ = src.Close() })
+	if err := o.openSimJobs(src, cfg, logger); err != nil {
+		return err
+	}
 	if !cfg.SimKubelet {
 		return nil
 	}
@@ -170,6 +181,39 @@ func (o *Opened) openSim(ctx context.Context, cfg Config, logger *slog.Logger) e
 	kubelet.FollowSim(src)
 	o.KubeletSocket = socket
 	logger.Info("simulator running", "scenario", cfg.Scenario, "simulated_kubelet", socket)
+	return nil
+}
+
+// openSimJobs starts writing the scenario's HPC jobs into a job-mapping
+// directory, so that the exporter's real reader runs against it.
+func (o *Opened) openSimJobs(src *sim.Source, cfg Config, logger *slog.Logger) error {
+	if !src.Scenario().HasJobs() {
+		return nil
+	}
+	dir := cfg.SimJobDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "gpu-exporter-sim-jobs-")
+		if err != nil {
+			return fmt.Errorf("simulated job-mapping directory: %w", err)
+		}
+		o.cleanup = append(o.cleanup, func() { _ = os.RemoveAll(tmp) })
+		dir = tmp
+	}
+	w, err := jobdir.New(dir, logger)
+	if err != nil {
+		return fmt.Errorf("simulated job-mapping directory: %w", err)
+	}
+	every := cfg.Interval
+	if every <= 0 {
+		every = time.Second
+	}
+	if err := w.Follow(src, every); err != nil {
+		w.Stop()
+		return fmt.Errorf("simulated job-mapping directory: %w", err)
+	}
+	o.cleanup = append(o.cleanup, w.Stop)
+	o.JobMappingDir = dir
+	logger.Info("simulator writes HPC jobs", "scenario", cfg.Scenario, "job_mapping_dir", dir)
 	return nil
 }
 

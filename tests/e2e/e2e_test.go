@@ -21,7 +21,8 @@ var testNodes = []node{
 	{name: "gpu-node-mig", scenario: "mig"},        // MIG instances, one held and idle
 	{name: "gpu-node-ts", scenario: "timeslicing"}, // GPUs shared by several pods
 	{name: "gpu-node-faults", scenario: "faults"},  // PCIe health warning at 10s, GPU 4 lost at 25s; XID 48, double-bit ECC, memory health failure and GPU reset at 1m
-	autoscalingNode, // constant values for the autoscaling queries
+	{name: "gpu-node-hpc", scenario: "hpc"},        // Slurm jobs through the job-mapping directory: GPU 2 shared by two jobs, GPU 3 held and idle
+	autoscalingNode,                                // constant values for the autoscaling queries
 }
 
 // TestEndToEnd runs the whole chain once and checks it from the user's
@@ -131,6 +132,12 @@ func testRecordingRules(t *testing.T, s *stack) {
 		// Memory of shared GPUs is counted once: the pods' shares add up
 		// to the GPUs' memory (every GPU of the node is held).
 		`sum(namespace_pod:gpu_memory_used_bytes:sum{node="gpu-node-ts"}) / sum(gpu:gpu_memory_used_bytes:max{node="gpu-node-ts"})`: 1,
+		// HPC: job labels from the simulated Slurm prolog's files; GPU 2
+		// is shared by jobs 5001 and 5002 and counted once.
+		`hpc_job:gpu_allocated:sum{hpc_job="4242", hpc_user="alice", hpc_partition="gpu"}`: 2,
+		`hpc_job:gpu_allocated:sum{hpc_job="5001"}`:                                        0.5,
+		`hpc_user:gpu_allocated:sum{hpc_user="carol"}`:                                     0.5,
+		`count(gpu:gpu_utilization_ratio:max{node="gpu-node-hpc"})`:                        6,
 	}
 	s.eventually(t, 20*time.Second, func() []string {
 		var wrong []string
@@ -177,6 +184,8 @@ func testAlerts(t *testing.T, s *stack) {
 		{"alertname": "GPUPodPending", "severity": "warning", "namespace": "research", "pod": "sweep-7"},
 		// A week of idle history (backfill_test.go).
 		{"alertname": "GPUWorkloadMostlyIdle", "severity": "info", "namespace": "research", "workload": "notebook", "workload_type": "StatefulSet"},
+		{"alertname": "GPUJobAllocatedButIdle", "severity": "warning", "node": "gpu-node-hpc", "gpu": "3",
+			"hpc_job": "6001", "hpc_user": "dave", "hpc_partition": "interactive"},
 		// Health: the faults scenario loses GPU 4 at 25s, GPU 3's PCIe
 		// health watch warns from 10s, and at 1m GPU 1's memory watch fails
 		// and the driver asks for a GPU reset.
@@ -218,6 +227,8 @@ func testAlerts(t *testing.T, s *stack) {
 			t.Errorf("alert labelled with the exporter's own pod: %v", l)
 		case l["alertname"] == "GPUAllocatedButIdle" && l["pod"] == "":
 			t.Errorf("idle alert for a GPU nobody holds: %v", l)
+		case l["alertname"] == "GPUJobAllocatedButIdle" && (l["node"] != "gpu-node-hpc" || l["gpu"] != "3"):
+			t.Errorf("idle-job alert for a GPU no idle job holds: %v", l)
 		case l["alertname"] == "GPUMemoryNearlyFull":
 			t.Errorf("GPUMemoryNearlyFull is off by default (pre-allocating frameworks), yet it fired: %v", l)
 		case l["alertname"] == "GPUTemperatureHigh" && (l["node"] != "gpu-node-demo" || l["gpu"] != "4"):
@@ -247,6 +258,7 @@ var grafanaVars = strings.NewReplacer(
 	"$gpu", ".*",
 	"$namespace", ".*",
 	"$pod", ".*",
+	"$hpc_user", ".*",
 )
 
 type dashboardQuery struct {

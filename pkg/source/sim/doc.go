@@ -40,6 +40,13 @@
 //	            mig: [{gpu: 0, gpu_instance: 7}]       # MIG instances -> "MIG-…"
 //	            replicas: [{gpu: 2, replica: 1}]       # time-sliced -> "GPU-…::1" (with gpu_instance: "MIG-…::1")
 //	            ids: ["nvidia3"]                       # passed through verbatim
+//	jobs:                         # optional: HPC jobs, written to the job-mapping directory (--hpc.job-mapping-dir)
+//	  - id: "4242"                # required, one word
+//	    user: alice               # optional
+//	    partition: gpu            # optional
+//	    from: 0s                  # optional; until and repeat as for pods
+//	    gpus: [0, 1]              # whole GPUs -> files "0", "1"
+//	    mig: [{gpu: 0, gpu_instance: 7}]  # MIG instances -> file "0.7"
 //	faults:                       # optional
 //	  - {at: 1m, gpu: 7, xid: 79}                # DCGM_FI_DEV_XID_ERRORS reads 79 from then on; one XID event
 //	  - {at: 5m, duration: 30s, outage: true}    # Inventory and Read fail with source.ErrUnavailable

@@ -49,6 +49,7 @@ type Scenario struct {
 	entities []source.Entity
 	specs    []map[uint16]*fieldSpec
 	pods     []podTemplate
+	jobs     []jobTemplate
 	outages  []window
 	xids     []xidFault // by time
 	lost     []lostFault
@@ -104,7 +105,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "pods", "faults")
+	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "pods", "jobs", "faults")
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +137,11 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	if n, p := o.at("pods"); n != nil {
 		if err := b.pods(n, p); err != nil {
+			return nil, err
+		}
+	}
+	if n, p := o.at("jobs"); n != nil {
+		if err := b.jobs(n, p); err != nil {
 			return nil, err
 		}
 	}

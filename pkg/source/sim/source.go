@@ -77,6 +77,10 @@ func (s *Source) elapsedAt(now time.Time) time.Duration { return max(now.Sub(s.s
 // call from any goroutine.
 func (s *Source) Pods() []Pod { return s.scn.PodsAt(s.Elapsed()) }
 
+// Jobs returns the HPC jobs running now; see Scenario.JobsAt. It is safe
+// to call from any goroutine (the job-mapping writer asks it).
+func (s *Source) Jobs() []Job { return s.scn.JobsAt(s.Elapsed()) }
+
 // Inventory returns the entities present now. The pointer changes only when
 // a GPU is lost or comes back. During a simulated outage it fails with an
 // error wrapping source.ErrUnavailable.

@@ -1,0 +1,112 @@
+#!/bin/sh
+# gpu-exporter Slurm prolog: records which GPUs of this node the starting
+# job holds, in the job-mapping directory gpu-exporter reads
+# (--hpc.job-mapping-dir; dcgm-exporter's --hpc-job-mapping-dir format).
+#
+# For each GPU index of the job it adds one line to the file named after the
+# index:   <job id> user=<user> partition=<partition>
+# keeping the lines of other jobs sharing the GPU. Files are replaced
+# atomically (written to a dot-file, then renamed), so the exporter never
+# reads half a file. Install: see README.md.
+#
+# Environment (Slurm's Prolog and Epilog Guide, prolog_epilog.html):
+#   SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_PARTITION, and the GPUs from
+#   SLURM_JOB_GPUS or, when it is not set, CUDA_VISIBLE_DEVICES.
+# Settings:
+#   GPU_EXPORTER_HPC_JOB_MAPPING_DIR  the directory (default /run/gpu-jobs);
+#                                     the exporter's --hpc.job-mapping-dir twin
+#   GPU_JOB_MAPPING_FIELDS=no         write the job id alone, as plain
+#                                     dcgm-exporter files (no user=, partition=)
+#   GPU_JOB_MAPPING_SYSLOG=no         log to stderr only, not through logger(1)
+#   GPU_JOB_MAPPING_LOCK_WAIT         seconds to wait for another prolog or
+#                                     epilog before breaking its lock (20)
+#
+# It always exits 0: a failing Prolog drains the node and requeues the job
+# (Slurm's guide, "Failure Handling"); losing a label is the lesser harm.
+
+dir=${GPU_EXPORTER_HPC_JOB_MAPPING_DIR:-/run/gpu-jobs}
+PATH=/usr/bin:/bin:/usr/sbin:/sbin
+umask 022
+set -f # the GPU list is split on commas, never globbed
+
+log() {
+	echo "gpu-exporter-prolog: $*" >&2
+	if [ "${GPU_JOB_MAPPING_SYSLOG:-yes}" != no ] && command -v logger >/dev/null 2>&1; then
+		logger -t gpu-exporter-slurm -- "prolog: $*"
+	fi
+}
+
+# word VALUE: VALUE is usable as one word of a mapping line.
+word() {
+	case $1 in
+	'' | *[[:space:]=#]* | *[[:cntrl:]]*) return 1 ;;
+	esac
+	return 0
+}
+
+job=${SLURM_JOB_ID:-}
+if ! word "$job"; then
+	log "SLURM_JOB_ID is missing or not a single word; nothing recorded"
+	exit 0
+fi
+gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
+[ -n "$gpus" ] || exit 0 # a job without GPUs
+
+line=$job
+if [ "${GPU_JOB_MAPPING_FIELDS:-yes}" != no ]; then
+	if word "${SLURM_JOB_USER:-}"; then line="$line user=$SLURM_JOB_USER"; fi
+	if word "${SLURM_JOB_PARTITION:-}"; then line="$line partition=$SLURM_JOB_PARTITION"; fi
+fi
+
+if ! mkdir -p "$dir" || ! chmod 755 "$dir"; then
+	log "cannot create $dir; job $job not recorded"
+	exit 0
+fi
+
+# One prolog or epilog at a time changes the directory: mkdir is atomic. A
+# lock older than the wait (a killed script) is broken.
+lock="$dir/.lock"
+tries=0
+until mkdir "$lock" 2>/dev/null; do
+	tries=$((tries + 1))
+	if [ "$tries" -gt "${GPU_JOB_MAPPING_LOCK_WAIT:-20}" ]; then
+		log "breaking a stale lock $lock"
+		rmdir "$lock" 2>/dev/null
+		tries=0
+		continue
+	fi
+	sleep 1
+done
+trap 'rmdir "$lock" 2>/dev/null' EXIT
+trap 'exit 0' HUP INT TERM
+
+old_ifs=$IFS
+IFS=,
+set -- $gpus
+IFS=$old_ifs
+for gpu do
+	case $gpu in
+	'' | *[!0-9]*)
+		# CUDA_VISIBLE_DEVICES may hold GPU or MIG UUIDs; files name indices.
+		log "job $job: GPU id '$gpu' is not an index; not recorded"
+		continue
+		;;
+	esac
+	# 007 is GPU 7, as the exporter reads file names (no $((…)): 08 is
+	# not octal).
+	while case $gpu in 0?*) true ;; *) false ;; esac do
+		gpu=${gpu#0}
+	done
+	file="$dir/$gpu"
+	tmp="$dir/.$gpu.$job.$$"
+	# Other jobs' lines stay; a line of this job (a prolog run twice) is
+	# replaced.
+	if { if [ -f "$file" ]; then awk -v j="$job" '$1 != j' "$file"; fi; echo "$line"; } >"$tmp" &&
+		chmod 644 "$tmp" && mv -f "$tmp" "$file"; then
+		:
+	else
+		log "job $job: cannot write $file"
+		rm -f "$tmp"
+	fi
+done
+exit 0

@@ -1,0 +1,384 @@
+package hpcjobs
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+type harness struct {
+	t   *testing.T
+	dir string
+	r   *Reader
+	reg *prometheus.Registry
+	log *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: filepath.Join(t.TempDir(), "jobs"), reg: prometheus.NewRegistry(), log: &syncBuffer{}}
+	if err := os.Mkdir(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(h.log, nil))
+	r, err := New(Config{Dir: h.dir, RefreshInterval: time.Hour}, logger, h.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	return h
+}
+
+func (h *harness) write(name, content string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dir, name), []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) remove(name string) {
+	h.t.Helper()
+	if err := os.Remove(filepath.Join(h.dir, name)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) refresh() *Table {
+	h.t.Helper()
+	if err := h.r.Refresh(context.Background()); err != nil {
+		h.t.Fatalf("Refresh: %v", err)
+	}
+	return h.r.Table()
+}
+
+func (h *harness) gauge(name string, labels ...string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					found = found || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+				}
+				if !found {
+					continue metric
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	h.t.Fatalf("no %s%v", name, labels)
+	return 0
+}
+
+func gpu(i int) *source.Entity {
+	return &source.Entity{Kind: source.GPU, GPU: i, GPUInstance: -1, ComputeInstance: -1}
+}
+
+func mig(i, gi, ci int) *source.Entity {
+	return &source.Entity{Kind: source.GPUInstance, GPU: i, GPUInstance: gi, ComputeInstance: ci}
+}
+
+func ids(jobs []Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.ID)
+	}
+	return out
+}
+
+// Every file form: GPU index files, MIG GPU.instance files, files that
+// are skipped silently and files counted as malformed.
+func TestReaderFileForms(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.write("0", "job1-0\n")                                                    // dcgm-exporter's test file, plain form
+	h.write("1", "job1-1\njob2-1\n")                                            // a GPU in two jobs
+	h.write("3.0", "job3.0-0")                                                  // a MIG instance, no final newline
+	h.write("4", "77 user=alice partition=gpu\n")                               // our extension
+	h.write("5", "")                                                            // a job that ended, file left empty
+	h.write("6", "\x00\xff\xfe garbage\n\x7fELF\n88\n")                         // garbage with one good line
+	h.write("notes.txt", "0\n")                                                 // a name that is no GPU
+	h.write(".2.tmp.123", "half-written\n")                                     // a prolog's temporary file
+	h.write("7", strings.Repeat("1\n", MaxFileBytes/2+1))                       // too large
+	if err := os.Mkdir(filepath.Join(h.dir, "lost+found"), 0o755); err != nil { // skipped, as dcgm-exporter does
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(h.dir, "8"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(h.dir, "9"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := h.refresh()
+
+	for _, tc := range []struct {
+		name string
+		e    *source.Entity
+		want []Job
+	}{
+		{"GPU file", gpu(0), []Job{{ID: "job1-0"}}},
+		{"GPU in two jobs", gpu(1), []Job{{ID: "job1-1"}, {ID: "job2-1"}}},
+		{"no file", gpu(2), nil},
+		{"a temporary file is not read", gpu(2), nil},
+		{"MIG file attributes its instance", mig(3, 0, -1), []Job{{ID: "job3.0-0"}}},
+		{"MIG file attributes every compute instance of it", mig(3, 0, 2), []Job{{ID: "job3.0-0"}}},
+		{"MIG file does not attribute the GPU", gpu(3), nil},
+		{"nor another instance", mig(3, 1, -1), nil},
+		{"user and partition", gpu(4), []Job{{ID: "77", User: "alice", Partition: "gpu"}}},
+		{"empty file", gpu(5), nil},
+		{"garbage file keeps its good line", gpu(6), []Job{{ID: "88"}}},
+		{"too large file", gpu(7), nil},
+		{"directory named like a GPU", gpu(8), nil},
+		{"named pipe", gpu(9), nil},
+		{"NVLink entity", &source.Entity{Kind: source.NVLink, GPU: 0}, nil},
+	} {
+		if got := tab.Jobs(tc.e); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Jobs(%+v) = %+v, want %+v", tc.name, tc.e, got, tc.want)
+		}
+	}
+	for reason, want := range map[string]float64{ReasonName: 1, ReasonUnreadable: 2, ReasonEncoding: 1, ReasonSyntax: 1} {
+		if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", reason); got != want {
+			t.Errorf("malformed_files{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_up"); got != 1 {
+		t.Errorf("up = %v", got)
+	}
+	if got := h.gauge("gpu_exporter_hpc_jobs"); got != 6 {
+		t.Errorf("jobs = %v, want 6", got)
+	}
+}
+
+// Jobs that start and end between refreshes show at the next refresh; a
+// job that came and went between two refreshes never shows; an unchanged
+// directory keeps the same table pointer (the collector's join cache).
+func TestReaderJobsStartAndEnd(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.write("0", "100\n")
+	first := h.refresh()
+	if again := h.refresh(); again != first {
+		t.Error("an unchanged directory published a new table")
+	}
+
+	h.write("1", "101\n")      // starts
+	h.remove("0")              // ends
+	h.write("2", "102\n")      // starts …
+	h.remove("2")              // … and ends before the refresh
+	h.write("3", "103\n104\n") // two jobs start on GPU 3
+	tab := h.refresh()
+	if tab == first {
+		t.Fatal("a changed directory kept the old table")
+	}
+	for _, tc := range []struct {
+		gpu  int
+		want []string
+	}{{0, nil}, {1, []string{"101"}}, {2, nil}, {3, []string{"103", "104"}}} {
+		if got := ids(tab.Jobs(gpu(tc.gpu))); !slices.Equal(got, tc.want) {
+			t.Errorf("GPU %d jobs = %v, want %v", tc.gpu, got, tc.want)
+		}
+	}
+	if !slices.Equal(first.Keys(), []Key{{0, -1}}) {
+		t.Errorf("the published table changed: %v", first.Keys())
+	}
+
+	h.write("3", "104\n") // 103 ends, 104 stays
+	if got := ids(h.refresh().Jobs(gpu(3))); !slices.Equal(got, []string{"104"}) {
+		t.Errorf("GPU 3 jobs = %v, want [104]", got)
+	}
+}
+
+// A deleted directory empties the table (no job outlives its files), sets
+// up to 0 and is logged once; the directory coming back restores it.
+func TestReaderDeletedDirectory(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.write("0", "100\n")
+	if got := ids(h.refresh().Jobs(gpu(0))); !slices.Equal(got, []string{"100"}) {
+		t.Fatalf("jobs = %v", got)
+	}
+	if err := os.RemoveAll(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := h.r.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), h.dir) {
+			t.Fatalf("Refresh on a deleted directory: %v, want an error naming it", err)
+		}
+		if got := h.r.Table().Jobs(gpu(0)); got != nil {
+			t.Fatalf("jobs after deletion = %v", got)
+		}
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_up"); got != 0 {
+		t.Errorf("up = %v, want 0", got)
+	}
+	if got := h.gauge("gpu_exporter_hpc_jobs"); got != 0 {
+		t.Errorf("jobs = %v, want 0", got)
+	}
+	if n := strings.Count(h.log.String(), "HPC job mapping directory unreadable"); n != 1 {
+		t.Errorf("logged the missing directory %d times, want once:\n%s", n, h.log)
+	}
+
+	if err := os.Mkdir(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.write("0", "200\n")
+	if got := ids(h.refresh().Jobs(gpu(0))); !slices.Equal(got, []string{"200"}) {
+		t.Errorf("jobs after the directory came back = %v", got)
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_up"); got != 1 {
+		t.Errorf("up = %v, want 1", got)
+	}
+	if !strings.Contains(h.log.String(), "HPC job mapping directory readable again") {
+		t.Errorf("recovery not logged:\n%s", h.log)
+	}
+}
+
+// A path that is a file, not a directory, is handled like a missing one.
+func TestReaderNotADirectory(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if err := os.RemoveAll(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	h.t.Helper()
+	if err := os.WriteFile(h.dir, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.r.Refresh(context.Background()); err == nil {
+		t.Fatal("Refresh on a file succeeded")
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_up"); got != 0 {
+		t.Errorf("up = %v, want 0", got)
+	}
+}
+
+// A malformed file is logged when it becomes malformed, not on every
+// refresh, and the gauge follows the directory.
+func TestReaderLogsMalformedOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.write("0", "\xff\xfe\n")
+	for range 3 {
+		h.refresh()
+	}
+	if n := strings.Count(h.log.String(), "HPC job mapping file malformed"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, h.log)
+	}
+	if !strings.Contains(h.log.String(), "reason=encoding") || !strings.Contains(h.log.String(), filepath.Join(h.dir, "0")) {
+		t.Errorf("log line lacks the file or reason:\n%s", h.log)
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", ReasonEncoding); got != 1 {
+		t.Errorf("malformed{encoding} = %v, want 1", got)
+	}
+	h.write("0", "4242\n")
+	h.refresh()
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", ReasonEncoding); got != 0 {
+		t.Errorf("malformed{encoding} after the fix = %v, want 0", got)
+	}
+}
+
+// Run refreshes on its own: a job written while it runs shows without a
+// call to Refresh.
+func TestReaderRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := New(Config{Dir: dir, RefreshInterval: 10 * time.Millisecond}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := os.WriteFile(filepath.Join(dir, "0"), []byte("4242\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.Table().Jobs(gpu(0))) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never showed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{RefreshInterval: time.Second}, {Dir: "/x"}} {
+		if _, err := New(cfg, nil, nil); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := New(Config{Dir: "/x", RefreshInterval: time.Second}, nil, reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Dir: "/y", RefreshInterval: time.Second}, nil, reg); err == nil {
+		t.Error("a second reader registered the same self-metrics")
+	}
+	if n := testutil.CollectAndCount(reg); n == 0 {
+		t.Error("no self-metrics registered")
+	}
+}
+
+// Files of GPUs or MIG instances the node does not have are unmatched.
+func TestTableUnmatched(t *testing.T) {
+	t.Parallel()
+	tab := NewTable(map[Key][]Job{
+		{GPU: 0, Instance: -1}: {{ID: "1"}},
+		{GPU: 1, Instance: 2}:  {{ID: "2"}},
+		{GPU: 1, Instance: 3}:  {{ID: "3"}}, // no such instance
+		{GPU: 8, Instance: -1}: {{ID: "4"}}, // no such GPU
+		{GPU: 0, Instance: 0}:  {{ID: "5"}}, // GPU 0 is not in MIG mode
+	})
+	inv := &source.Inventory{Entities: []source.Entity{*gpu(0), *gpu(1), *mig(1, 2, 0), *mig(1, 2, 1)}}
+	want := []Key{{0, 0}, {1, 3}, {8, -1}}
+	if got := tab.Unmatched(inv); !slices.Equal(got, want) {
+		t.Errorf("Unmatched = %v, want %v", got, want)
+	}
+	if got := (*Table)(nil).Unmatched(inv); got != nil {
+		t.Errorf("nil table: %v", got)
+	}
+	if got := tab.Unmatched(nil); len(got) != 5 {
+		t.Errorf("no inventory: %v, want every key", got)
+	}
+}
