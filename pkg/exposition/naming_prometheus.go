@@ -49,7 +49,7 @@ func declarePrometheusFamilies(d *[numFamilies]Family) {
 	}
 	d[famAllocation] = Family{
 		Name: "gpu_pod_allocation_info", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help:   "A container holding a GPU or MIG instance, as the kubelet reports it; shared=\"true\" when several containers hold the same device. Always 1.",
+		Help:   "A holder of a GPU or MIG instance: a container, as the kubelet reports it, or an HPC job, as the job-mapping directory lists it; shared=\"true\" when several hold the same device. Always 1.",
 		Labels: []string{EntityLabels, HolderLabels, "shared"},
 	}
 	d[famXIDErrors] = Family{
