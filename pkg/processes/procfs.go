@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // WriteProcess writes, under the directory root, the two files a Resolver
@@ -37,3 +38,7 @@ func RemoveProcess(root string, pid uint32) error {
 	}
 	return nil
 }
+
+// validText replaces bytes that are not UTF-8 with U+FFFD: a label value
+// that is not UTF-8 makes Prometheus reject the whole scrape.
+func validText(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
