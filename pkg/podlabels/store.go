@@ -71,6 +71,7 @@ type Store struct {
 
 	mu      sync.RWMutex
 	pods    map[podKey]podEntry
+	byUID   map[string]podByUID // for LookupContainer
 	version atomic.Uint64
 
 	// life guards the start/stop state shared by Run and Close.
@@ -94,6 +95,8 @@ type podEntry struct {
 	info Info
 	// truncated: keys were dropped for the cap, and that was logged.
 	truncated bool
+	// uid is the pod's UID, the key of its byUID entry.
+	uid string
 }
 
 // New prepares a Store on client; it does not contact the API server (Run
@@ -120,6 +123,7 @@ func New(client kubernetes.Interface, cfg Config, logger *slog.Logger, reg prome
 		reg:    reg,
 		m:      m,
 		pods:   map[podKey]podEntry{},
+		byUID:  map[string]podByUID{},
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", cfg.Node).String()
 	s.factory = informers.NewSharedInformerFactoryWithOptions(client, cfg.ResyncPeriod,
@@ -267,7 +271,11 @@ func (s *Store) upsert(obj any) {
 
 	s.mu.Lock()
 	old, had := s.pods[key]
-	s.pods[key] = podEntry{info: info, truncated: truncated}
+	s.pods[key] = podEntry{info: info, truncated: truncated, uid: string(pod.UID)}
+	if had && old.uid != string(pod.UID) {
+		delete(s.byUID, old.uid)
+	}
+	s.byUID[string(pod.UID)] = podByUID{key: key, containers: containerIDs(pod)}
 	if !had || !old.info.equal(info) {
 		s.version.Add(1)
 	}
@@ -301,10 +309,12 @@ func (s *Store) onDelete(obj any) {
 func (s *Store) remove(key podKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, had := s.pods[key]; !had {
+	old, had := s.pods[key]
+	if !had {
 		return
 	}
 	delete(s.pods, key)
+	delete(s.byUID, old.uid)
 	s.version.Add(1)
 	s.m.pods.Set(float64(len(s.pods)))
 }
@@ -358,5 +368,10 @@ func slimPod(obj any) (any, error) {
 			Labels:          pod.Labels,
 		},
 		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			ContainerStatuses:          slimStatuses(pod.Status.ContainerStatuses),
+			InitContainerStatuses:      slimStatuses(pod.Status.InitContainerStatuses),
+			EphemeralContainerStatuses: slimStatuses(pod.Status.EphemeralContainerStatuses),
+		},
 	}, nil
 }
