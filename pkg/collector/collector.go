@@ -59,6 +59,9 @@ type Config struct {
 	// PodInfo adds pod UIDs and allowlisted pod labels to held series; nil
 	// leaves them out.
 	PodInfo PodInfo
+	// Processes attributes the processes on shared GPUs to containers
+	// (gpu_container_* families); nil leaves it out.
+	Processes ProcessAccounting
 	// RequireGPUs makes a collection that finds no GPU leave the collector
 	// not ready, with a warning: right for DCGM and NVML on a GPU node. The
 	// simulator may declare no GPU and still be ready.
@@ -142,6 +145,10 @@ type Collector struct {
 	targets []exposition.Target
 
 	healthFailed bool // the last health check failed (logged once)
+
+	procFailed bool              // the last process accounting failed (logged once)
+	procInv    *source.Inventory // inventory procIndex was built from
+	procIndex  map[deviceKey]int // process accounting device -> entity
 }
 
 type readResult struct {
@@ -293,6 +300,7 @@ func (c *Collector) collect(ctx context.Context) error {
 	}
 	targets := c.join(s.Inventory, key)
 	in := exposition.Input{Sample: s, Targets: targets, Attribution: key, Extra: c.extra}
+	in.Containers, in.Processes = c.processUsage(ctx, s.Inventory, c.renderer.WantsProcesses())
 	if c.renderer.WantsHealth() {
 		in.Lost, in.Health = c.health(ctx)
 	}

@@ -51,6 +51,11 @@ const (
 	famHealth
 	famXIDWindow
 	famClockEventsWindow
+	famContainerUtilization
+	famContainerMemory
+	famContainerProcesses
+	famProcessUtilization
+	famProcessMemory
 	numFamilies
 )
 
