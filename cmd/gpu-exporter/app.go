@@ -21,6 +21,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -38,6 +39,9 @@ type app struct {
 	src      source.Source
 	pods     *podresources.Client
 	podStore *podlabels.Store
+	// procSampling and procAcc are process accounting (processes.go).
+	procSampling *sourceopen.ProcessSampling
+	procAcc      *processes.Accountant
 	coll     *collector.Collector
 	srv      *server.Server
 	cleanup  []func()
@@ -72,6 +76,9 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 	if err := a.openPodLabels(); err != nil {
 		return nil, err
 	}
+	if err := a.openProcesses(); err != nil {
+		return nil, err
+	}
 	var attr collector.Attribution
 	if a.pods != nil {
 		attr = a.pods
@@ -80,7 +87,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		Interval: o.interval, Timeout: o.timeout, MaxSeries: o.maxSeries, GPUs: o.gpuList,
 		Fields: counters.Fields, Labels: counters.Labels,
 		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
-		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(),
+		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(), Processes: a.processAccounting(),
 		RequireGPUs: a.src.Name() != "sim", // the simulator may declare no GPU, for tests
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
@@ -117,6 +124,9 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 		DCGMMode: a.o.dcgmMode, DCGMRemoteAddress: a.o.dcgmRemoteAddress,
 		Scenario: a.o.scenario, SimKubelet: a.o.k8sEnabled != "false",
 	}
+	if exposition.ExportsProcesses(a.o.namingMode) {
+		cfg.Processes, cfg.Procfs = a.o.processMode, a.o.procfs
+	}
 	if a.flagSet("kubernetes.pod-resources-socket") {
 		cfg.SimKubeletSocket = a.o.k8sSocket
 	}
@@ -125,6 +135,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 		return "", err
 	}
 	a.src = opened.Source
+	a.procSampling = opened.Processes
 	a.cleanup = append(a.cleanup, opened.Close)
 	return opened.KubeletSocket, nil
 }

@@ -161,10 +161,10 @@ func NewAccountant(cfg Config, sampler Sampler, logger *slog.Logger, reg prometh
 	return a, nil
 }
 
-// Close closes the sampler and unregisters the self-metrics.
-func (a *Accountant) Close() error {
+// Close unregisters the self-metrics; whoever opened the sampler closes
+// it.
+func (a *Accountant) Close() {
 	a.m.unregister(a.reg)
-	return a.sampler.Close()
 }
 
 // Collect samples every device and attributes its processes. When the

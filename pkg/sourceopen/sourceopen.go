@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
@@ -43,6 +44,11 @@ type Config struct {
 	// temporary directory's kubelet.sock).
 	SimKubelet       bool
 	SimKubeletSocket string
+
+	// Processes opens process sampling beside the source unless
+	// processes.ModeOff; Procfs is --path.procfs.
+	Processes processes.Mode
+	Procfs    string
 }
 
 // Opened is an open source.
@@ -50,7 +56,9 @@ type Opened struct {
 	Source source.Source
 	// KubeletSocket is the simulated kubelet's socket, or "".
 	KubeletSocket string
-	cleanup       []func()
+	// Processes is process sampling (processes.go); nil when off.
+	Processes *ProcessSampling
+	cleanup   []func()
 }
 
 // Close releases the source and whatever was started with it, last opened
@@ -81,6 +89,9 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Opened, err 
 		err = o.openNVML(cfg, logger)
 	default:
 		err = o.openAuto(ctx, cfg, logger)
+	}
+	if err == nil {
+		err = o.openProcesses(cfg)
 	}
 	if err != nil {
 		return nil, err
