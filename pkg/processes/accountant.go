@@ -195,7 +195,9 @@ func (a *Accountant) attribute(d *Device) DeviceUsage {
 			continue
 		}
 		who := a.name(owner)
-		row := Usage{Who: who, PID: p.PID, Processes: 1, MemoryBytes: p.UsedBytes, MemoryKnown: p.UsedKnown, SM: p.SM / 100}
+		// SM stays in percent until the sums are made: NVML's integer
+		// percents add up exactly, and one division gives the ratio.
+		row := Usage{Who: who, PID: p.PID, Processes: 1, MemoryBytes: p.UsedBytes, MemoryKnown: p.UsedKnown, SM: p.SM}
 		if !p.UsedKnown {
 			row.MemoryBytes = 0
 		}
@@ -214,6 +216,12 @@ func (a *Accountant) attribute(d *Device) DeviceUsage {
 		c.MemoryBytes += row.MemoryBytes
 		c.MemoryKnown = c.MemoryKnown || row.MemoryKnown
 		c.SM += row.SM
+	}
+	for i := range u.Containers {
+		u.Containers[i].SM /= 100
+	}
+	for i := range u.Processes {
+		u.Processes[i].SM /= 100
 	}
 	slices.SortFunc(u.Containers, compareUsage)
 	slices.SortFunc(u.Processes, compareUsage)
