@@ -21,8 +21,8 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
-	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
@@ -42,9 +42,9 @@ type app struct {
 	// procSampling and procAcc are process accounting (processes.go).
 	procSampling *sourceopen.ProcessSampling
 	procAcc      *processes.Accountant
-	coll     *collector.Collector
-	srv      *server.Server
-	cleanup  []func()
+	coll         *collector.Collector
+	srv          *server.Server
+	cleanup      []func()
 }
 
 func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Logger) (_ *app, err error) {
