@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,6 +35,9 @@ type Resolver struct {
 	round uint64
 	// Uncached counts resolutions the bound kept out of the cache.
 	Uncached int
+	// path and buf are reused by startTime: it runs for every GPU process
+	// of every collection.
+	path, buf []byte
 }
 
 type cached struct {
@@ -122,8 +126,10 @@ func (r *Resolver) Resolve(pid uint32) (Owner, error) {
 // parentheses, may hold spaces and parentheses itself, so fields are
 // counted from the last ')'.
 func (r *Resolver) startTime(pid uint32) (uint64, error) {
-	path := filepath.Join(r.root, strconv.FormatUint(uint64(pid), 10), "stat")
-	b, err := os.ReadFile(path)
+	r.path = append(append(r.path[:0], r.root...), '/')
+	r.path = append(strconv.AppendUint(r.path, uint64(pid), 10), "/stat"...)
+	path := string(r.path)
+	b, err := r.read(path)
 	if err != nil {
 		if gone(err) {
 			return 0, fmt.Errorf("pid %d: %w", pid, ErrExited)
@@ -155,4 +161,31 @@ func (r *Resolver) startTime(pid uint32) (uint64, error) {
 // an exiting task (ESRCH).
 func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// read reads a small file into the Resolver's buffer; the result is valid
+// until the next call.
+func (r *Resolver) read(path string) ([]byte, error) {
+	f, err := os.Open(path) //nolint:gosec // G304: a procfs path the exporter builds from a PID
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if cap(r.buf) == 0 {
+		r.buf = make([]byte, 0, 1024)
+	}
+	r.buf = r.buf[:0]
+	for {
+		if len(r.buf) == cap(r.buf) {
+			r.buf = append(r.buf, 0)[:len(r.buf)]
+		}
+		n, err := f.Read(r.buf[len(r.buf):cap(r.buf)])
+		r.buf = r.buf[:len(r.buf)+n]
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			return r.buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
