@@ -15,16 +15,16 @@ import (
 // that the real Resolver runs in the demo and in tests.
 func WriteProcess(root string, pid uint32, comm string, start uint64, cgroup string) error {
 	dir := filepath.Join(root, strconv.FormatUint(uint64(pid), 10))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("fake procfs: %w", err)
 	}
 	// Fields 3 to 21 as a sleeping process shows them; only 22 matters.
 	stat := fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194560 100 0 0 0 10 5 0 0 20 0 4 0 %d 1000000 100 18446744073709551615\n",
 		pid, comm, pid, pid, start)
-	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o600); err != nil {
 		return fmt.Errorf("fake procfs: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o600); err != nil {
 		return fmt.Errorf("fake procfs: %w", err)
 	}
 	return nil

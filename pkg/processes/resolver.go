@@ -92,7 +92,7 @@ func (r *Resolver) Resolve(pid uint32) (Owner, error) {
 		return c.owner, nil
 	}
 	path := filepath.Join(r.root, strconv.FormatUint(uint64(pid), 10), "cgroup")
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a procfs path the exporter builds from a PID
 	if err != nil {
 		delete(r.cache, pid)
 		if gone(err) {
