@@ -109,6 +109,9 @@ func (s *NVMLSampler) shutdown() {
 func (s *NVMLSampler) sample() ([]Device, error) {
 	if !s.inited {
 		if ret := s.lib.Init(); ret != nvml.SUCCESS {
+			if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+				return nil, fmt.Errorf("nvml init: %w: process accounting reads libnvidia-ml.so.1 beside any source; --collect.processes=off turns it off", ret)
+			}
 			return nil, fmt.Errorf("nvml init: %w", ret)
 		}
 		s.inited = true

@@ -5,6 +5,7 @@ package processes
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -247,6 +248,21 @@ func TestNVMLSamplerDeviceFailure(t *testing.T) {
 	}
 	if m.inits != 1 {
 		t.Errorf("NVML initialised %d times, want once", m.inits)
+	}
+}
+
+func TestNVMLSamplerWithoutLibrary(t *testing.T) {
+	t.Parallel()
+	lib := newMockNVML().lib()
+	lib.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	s, err := NewNVML(NVMLConfig{Library: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Sample(context.Background())
+	if !errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND) || !strings.Contains(err.Error(), "--collect.processes=off") {
+		t.Errorf("error = %v; want the missing library and how to turn accounting off", err)
 	}
 }
 
