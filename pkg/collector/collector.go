@@ -146,6 +146,7 @@ type Collector struct {
 
 	healthFailed bool // the last health check failed (logged once)
 
+	started    time.Time         // when the current collection started
 	procFailed bool              // the last process accounting failed (logged once)
 	procInv    *source.Inventory // inventory procIndex was built from
 	procIndex  map[deviceKey]int // process accounting device -> entity
@@ -246,6 +247,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := time.Now()
+	c.started = start
 	err := c.collect(ctx)
 	c.m.duration.Observe(time.Since(start).Seconds())
 	c.m.collections.Inc()

@@ -29,7 +29,9 @@ func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, wan
 	if c.cfg.Processes == nil || !want {
 		return nil, nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	// --collect.timeout bounds the whole collection: accounting gets what
+	// the source read left of it.
+	pctx, cancel := context.WithDeadline(ctx, c.started.Add(c.cfg.Timeout))
 	defer cancel()
 	devs, err := c.cfg.Processes.Collect(pctx)
 	if err != nil {

@@ -14,17 +14,22 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // fakeAccounting returns the usage the test sets and counts calls.
 type fakeAccounting struct {
-	devs  []processes.DeviceUsage
-	err   error
-	calls int
+	devs     []processes.DeviceUsage
+	err      error
+	calls    int
+	deadline time.Time // of the last call's context
+	calledAt time.Time
 }
 
-func (f *fakeAccounting) Collect(context.Context) ([]processes.DeviceUsage, error) {
+func (f *fakeAccounting) Collect(ctx context.Context) ([]processes.DeviceUsage, error) {
 	f.calls++
+	f.deadline, _ = ctx.Deadline()
+	f.calledAt = time.Now()
 	return f.devs, f.err
 }
 
@@ -97,4 +102,35 @@ func TestCollectorProcessAccountingDCGMNaming(t *testing.T) {
 	if acc.calls != 0 {
 		t.Errorf("process accounting ran %d times under dcgm naming", acc.calls)
 	}
+}
+
+// Process accounting shares the collection's --collect.timeout with the
+// source read: its deadline is the collection's start plus the timeout,
+// not the time it is called plus the timeout.
+func TestCollectorProcessAccountingDeadline(t *testing.T) {
+	t.Parallel()
+	acc := &fakeAccounting{}
+	c, err := New(Config{Interval: time.Hour, Timeout: time.Minute, Fields: testFields(t), Processes: acc}, slowSource{newFakeSource(1)}, nil,
+		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := acc.deadline.Sub(acc.calledAt); left > time.Minute-readTime {
+		t.Errorf("accounting had %s left, want at most the timeout less the %s read", left, readTime)
+	}
+}
+
+// readTime is how long slowSource's Read takes.
+const readTime = 50 * time.Millisecond
+
+// slowSource takes readTime to read: time passes in a collection before
+// process accounting runs.
+type slowSource struct{ *fakeSource }
+
+func (s slowSource) Read(ctx context.Context) (*source.Sample, error) {
+	time.Sleep(readTime) // the time a source read takes, not a wait for state
+	return s.fakeSource.Read(ctx)
 }
