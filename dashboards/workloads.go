@@ -112,6 +112,24 @@ avg_over_time(gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_ins
 		queries:     []query{{expr: pendingGPUPods(sel(mCluster, mKSMNamespace))}}},
 		[]column{{field: "namespace"}, {field: "pod"}, {field: "Value", title: "GPUs requested"}},
 		"")
+	sharedGPUs(bd, pods, legendNamespace, legendPod)
 	hpcRows(bd)
 	return bd.build()
+}
+
+// sharedGPUs adds the row of what each pod really uses of a shared GPU,
+// from process accounting (docs/shared-gpus.md): the device's series give
+// every sharer the whole GPU's utilization, these tell them apart.
+func sharedGPUs(bd *board, pods, legendNamespace, legendPod string) {
+	bd.row("Shared GPUs (process accounting)")
+	bd.timeseries(panel{title: "Own GPU use by pod", unit: unitGPUs, w: 12, min: ptr(0),
+		description: "GPUs' worth of SM time each pod's own processes use (1 = one GPU busy), from per-process accounting; on a time-sliced or MPS GPU each sharer shows its own part. Empty without --collect.processes.",
+		queries:     []query{{expr: `namespace_pod:gpu_container_utilization_ratio:sum{` + pods + `}`, legend: legendPod}}})
+	bd.timeseries(panel{title: "Own GPU memory by pod", unit: unitBytes, w: 12, min: ptr(0),
+		description: "Device memory each pod's own processes use, measured per process rather than split evenly.",
+		queries:     []query{{expr: `namespace_pod:gpu_container_memory_used_bytes:sum{` + pods + `}`, legend: legendPod}}})
+	bd.timeseries(panel{title: "Share of each shared GPU by container", unit: unitRatio, w: 24, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
+		description: "Per GPU, each holding container's share of its SM time; the shares add up to the GPU's utilization (the host's own processes are the series without a pod).",
+		queries: []query{{expr: `gpu_container_utilization_ratio{` + sel(pods, `pod!=""`) + `}`,
+			legend: legendNamespace + "/{{pod}}/{{container}} " + legendGPU}}})
 }

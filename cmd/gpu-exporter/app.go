@@ -23,6 +23,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
@@ -39,9 +40,12 @@ type app struct {
 	src      source.Source
 	pods     *podresources.Client
 	podStore *podlabels.Store
-	coll     *collector.Collector
-	srv      *server.Server
-	cleanup  []func()
+	// procSampling and procAcc are process accounting (processes.go).
+	procSampling *sourceopen.ProcessSampling
+	procAcc      *processes.Accountant
+	coll         *collector.Collector
+	srv          *server.Server
+	cleanup      []func()
 
 	jobs *hpcjobs.Reader
 	// simJobDir is where the simulator writes its HPC jobs, if it does.
@@ -80,6 +84,9 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 	if err := a.openHPCJobs(); err != nil {
 		return nil, err
 	}
+	if err := a.openProcesses(); err != nil {
+		return nil, err
+	}
 	var attr collector.Attribution
 	if a.pods != nil {
 		attr = a.pods
@@ -89,6 +96,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		Fields: counters.Fields, Labels: counters.Labels,
 		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
 		Naming: o.namingMode, DCGM: a.dcgmNaming(), PodInfo: a.podInfo(), Jobs: a.jobAttribution(),
+		Processes:   a.processAccounting(),
 		RequireGPUs: a.src.Name() != "sim", // the simulator may declare no GPU, for tests
 	}, a.src, attr, logger, a.reg)
 	if err != nil {
@@ -125,6 +133,9 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 		DCGMMode: a.o.dcgmMode, DCGMRemoteAddress: a.o.dcgmRemoteAddress,
 		Scenario: a.o.scenario, SimKubelet: a.o.k8sEnabled != "false",
 	}
+	if exposition.ExportsProcesses(a.o.namingMode) {
+		cfg.Processes, cfg.Procfs = a.o.processMode, a.o.procfs
+	}
 	if a.flagSet("kubernetes.pod-resources-socket") {
 		cfg.SimKubeletSocket = a.o.k8sSocket
 	}
@@ -135,6 +146,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 	}
 	a.src = opened.Source
 	a.simJobDir = opened.JobMappingDir
+	a.procSampling = opened.Processes
 	a.cleanup = append(a.cleanup, opened.Close)
 	return opened.KubeletSocket, nil
 }

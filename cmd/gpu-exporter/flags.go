@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/dcgmflags"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 )
 
 // envPrefix prefixes the environment twin of every flag:
@@ -36,6 +37,8 @@ type options struct {
 	maxSeries   int
 	gpus        string
 	scenario    string
+	processes   string // --collect.processes
+	procfs      string // --path.procfs
 
 	naming            string
 	hostnameLabel     string
@@ -70,6 +73,8 @@ type options struct {
 	// Parsed from the flags above by validate.
 	namingMode exposition.Naming
 	gpuList    []int
+	// processMode is --collect.processes parsed.
+	processMode processes.Mode
 	// nodeName is $NODE_NAME, the hostname label's value in dcgm naming.
 	nodeName string
 	// dcgmExporter records the dcgm-exporter flags and environment
@@ -108,6 +113,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
 	fs.StringVar(&o.gpus, "collect.gpus", "", "GPU indices to export, comma-separated, with ranges (0,2-3); their MIG instances come with them (empty: every GPU).")
+	fs.StringVar(&o.processes, "collect.processes", "container", "Per-process GPU accounting for shared GPUs (time-slicing, MPS): container (gpu_container_* per pod and container), process (also gpu_process_* per PID) or off. Needs the host's PIDs: hostPID and --path.procfs; Prometheus naming only.")
+	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mountpoint where process accounting reads the cgroup and stat files of GPU processes: the host's /proc (with hostPID, the container's /proc is the host's).")
 	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, hpc, scale-64) or a YAML file path.")
 
 	fs.StringVar(&o.naming, "naming", "prometheus", "Series names, units and labels: prometheus (gpu_* names in base units) or dcgm (dcgm-exporter's DCGM_FI_* names, DCGM units and labels, for existing dashboards and alerts).")

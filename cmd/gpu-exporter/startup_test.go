@@ -39,6 +39,8 @@ func flagChecks() map[string]flagCheck {
 		"collect.max-series":                  {bad: "-1", want: "must not be negative"},
 		"collect.gpus":                        {bad: "0-x", want: "is not a GPU index or range"},
 		"sim.scenario":                        {bad: " ", want: "must name a built-in scenario or a file"},
+		"collect.processes":                   {bad: "pid", want: "unknown mode"},
+		"path.procfs":                         {bad: " ", want: "must name the proc filesystem"},
 		"naming":                              {bad: "nvidia", want: "--naming"},
 		"naming.hostname-label":               {bad: "host", want: "want Hostname, hostname or none"},
 		"naming.old-namespace":                {bad: "maybe", want: "invalid argument"},

@@ -16,6 +16,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -149,6 +150,12 @@ func (o *options) validateCollect(*pflag.FlagSet) error {
 	o.gpuList = gpus
 	if strings.TrimSpace(o.scenario) == "" {
 		return fmt.Errorf("--sim.scenario must name a built-in scenario or a file")
+	}
+	if o.processMode, err = processes.ParseMode(o.processes); err != nil {
+		return err // names the flag
+	}
+	if strings.TrimSpace(o.procfs) == "" {
+		return fmt.Errorf("--path.procfs must name the proc filesystem (default /proc)")
 	}
 	return nil
 }

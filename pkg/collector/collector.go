@@ -69,6 +69,9 @@ type Config struct {
 	// Jobs attributes GPUs to HPC jobs besides (or instead of) pods; nil
 	// leaves job labels out.
 	Jobs JobAttribution
+	// Processes attributes the processes on shared GPUs to containers
+	// (gpu_container_* families); nil leaves it out.
+	Processes ProcessAccounting
 	// RequireGPUs makes a collection that finds no GPU leave the collector
 	// not ready, with a warning: right for DCGM and NVML on a GPU node. The
 	// simulator may declare no GPU and still be ready.
@@ -153,6 +156,11 @@ type Collector struct {
 	targets []exposition.Target
 
 	healthFailed bool // the last health check failed (logged once)
+
+	started    time.Time         // when the current collection started
+	procFailed bool              // the last process accounting failed (logged once)
+	procInv    *source.Inventory // inventory procIndex was built from
+	procIndex  map[deviceKey]int // process accounting device -> entity
 }
 
 type readResult struct {
@@ -252,6 +260,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := time.Now()
+	c.started = start
 	err := c.collect(ctx)
 	c.m.duration.Observe(time.Since(start).Seconds())
 	c.m.collections.Inc()
@@ -314,6 +323,7 @@ func (c *Collector) collect(ctx context.Context) error {
 	t2 := time.Now()
 	c.m.stages[stageJoin].Observe(t2.Sub(t1).Seconds())
 	in := exposition.Input{Sample: s, Targets: targets, Attribution: key, Extra: c.extra}
+	in.Containers, in.Processes = c.processUsage(ctx, s.Inventory, c.renderer.WantsProcesses())
 	if c.renderer.WantsHealth() {
 		in.Lost, in.Health = c.health(ctx)
 	}

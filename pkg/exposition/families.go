@@ -52,6 +52,11 @@ const (
 	famHealth
 	famXIDWindow
 	famClockEventsWindow
+	famContainerUtilization
+	famContainerMemory
+	famContainerProcesses
+	famProcessUtilization
+	famProcessMemory
 	numFamilies
 )
 

@@ -37,6 +37,13 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 		Targets: []Target{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}}},
 		Lost:    []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
 		Health:  []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
+		Containers: []ContainerUsage{
+			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true},
+			{Entity: 2, PodUID: "uid-2", ContainerID: "c0ffee", Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
+		},
+		Processes: []ContainerUsage{
+			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", PID: 42, Processes: 1, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true},
+		},
 	}
 }
 

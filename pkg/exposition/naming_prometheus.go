@@ -72,6 +72,7 @@ func declarePrometheusFamilies(d *[numFamilies]Family) {
 		Help:   "A failing health watch of the GPU's source, by subsystem: 1 warning, 2 failure. Absent while the subsystem passes.",
 		Labels: []string{"gpu", "uuid", "subsystem"},
 	}
+	declareContainerFamilies(d)
 }
 
 // watchSet watches the counters' fields alone: label fields and window
@@ -162,6 +163,7 @@ func (*prometheusScheme) render(p *page, in Input) {
 	p.renderAllocations(in)
 	p.renderXIDs(in)
 	p.renderHealth(in)
+	p.renderContainers(in)
 }
 
 // renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for

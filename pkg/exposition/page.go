@@ -158,6 +158,10 @@ type Input struct {
 	// Windows are dcgm-exporter's window counters, in page order (dcgm
 	// naming); Derive sets them.
 	Windows []WindowFamily
+	// Containers and Processes are the GPU usage of each container, and
+	// of each process, from process accounting (Prometheus naming), sorted
+	// by entity then container.
+	Containers, Processes []ContainerUsage
 }
 
 // Options tune rendering.

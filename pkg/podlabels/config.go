@@ -37,6 +37,9 @@ type Config struct {
 	Allowlist *regexp.Regexp
 	// UID makes Lookup report pod UIDs.
 	UID bool
+	// Containers is set when the store runs for LookupContainer (process
+	// accounting), which needs neither labels nor UIDs.
+	Containers bool
 	// ResyncPeriod is the informer's resync period; 0 (the default) never
 	// resyncs, which is right here: every change arrives as a watch event.
 	ResyncPeriod time.Duration
@@ -78,7 +81,7 @@ func (cfg Config) withDefaults() (Config, error) {
 			bad("NODE_NAME %q is not a node name: %s", cfg.Node, strings.Join(msgs, "; "))
 		}
 	}
-	if cfg.Allowlist == nil && !cfg.UID {
+	if cfg.Allowlist == nil && !cfg.UID && !cfg.Containers {
 		bad("nothing to watch pods for: neither --kubernetes.pod-labels nor --kubernetes.pod-uid is set")
 	}
 	if cfg.ResyncPeriod < 0 {

@@ -71,6 +71,7 @@ type Store struct {
 
 	mu      sync.RWMutex
 	pods    map[podKey]podEntry
+	byUID   map[string]podByUID // for LookupContainer
 	version atomic.Uint64
 
 	// life guards the start/stop state shared by Run and Close.
@@ -94,6 +95,8 @@ type podEntry struct {
 	info Info
 	// truncated: keys were dropped for the cap, and that was logged.
 	truncated bool
+	// uid is the pod's UID, the key of its byUID entry.
+	uid string
 }
 
 // Pods is what the Store needs of the API server: listing and watching
@@ -132,6 +135,7 @@ func New(client Pods, cfg Config, logger *slog.Logger, reg prometheus.Registerer
 		reg:    reg,
 		m:      m,
 		pods:   map[podKey]podEntry{},
+		byUID:  map[string]podByUID{},
 	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", cfg.Node).String()
 	s.informer = podInformer(client, selector, cfg.ResyncPeriod)
@@ -295,7 +299,11 @@ func (s *Store) upsert(obj any) {
 
 	s.mu.Lock()
 	old, had := s.pods[key]
-	s.pods[key] = podEntry{info: info, truncated: truncated}
+	s.pods[key] = podEntry{info: info, truncated: truncated, uid: string(pod.UID)}
+	if had && old.uid != string(pod.UID) {
+		delete(s.byUID, old.uid)
+	}
+	s.byUID[string(pod.UID)] = podByUID{key: key, containers: containerIDs(pod)}
 	if !had || !old.info.equal(info) {
 		s.version.Add(1)
 	}
@@ -329,10 +337,12 @@ func (s *Store) onDelete(obj any) {
 func (s *Store) remove(key podKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, had := s.pods[key]; !had {
+	old, had := s.pods[key]
+	if !had {
 		return
 	}
 	delete(s.pods, key)
+	delete(s.byUID, old.uid)
 	s.version.Add(1)
 	s.m.pods.Set(float64(len(s.pods)))
 }
@@ -386,5 +396,10 @@ func slimPod(obj any) (any, error) {
 			Labels:          pod.Labels,
 		},
 		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			ContainerStatuses:          slimStatuses(pod.Status.ContainerStatuses),
+			InitContainerStatuses:      slimStatuses(pod.Status.InitContainerStatuses),
+			EphemeralContainerStatuses: slimStatuses(pod.Status.EphemeralContainerStatuses),
+		},
 	}, nil
 }

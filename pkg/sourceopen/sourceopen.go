@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
@@ -48,6 +49,11 @@ type Config struct {
 	// prolog would (empty: a new temporary directory). Scenarios without
 	// jobs write nothing.
 	SimJobDir string
+
+	// Processes opens process sampling beside the source unless
+	// processes.ModeOff; Procfs is --path.procfs.
+	Processes processes.Mode
+	Procfs    string
 }
 
 // Opened is an open source.
@@ -58,7 +64,9 @@ type Opened struct {
 	// JobMappingDir is the directory the simulator writes its HPC jobs
 	// to, or "" when the scenario has none.
 	JobMappingDir string
-	cleanup       []func()
+	// Processes is process sampling (processes.go); nil when off.
+	Processes *ProcessSampling
+	cleanup   []func()
 }
 
 // Close releases the source and whatever was started with it, last opened
@@ -89,6 +97,9 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Opened, err 
 		err = o.openNVML(cfg, logger)
 	default:
 		err = o.openAuto(ctx, cfg, logger)
+	}
+	if err == nil {
+		err = o.openProcesses(cfg)
 	}
 	if err != nil {
 		return nil, err

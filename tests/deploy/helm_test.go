@@ -265,6 +265,44 @@ func TestHelmVariants(t *testing.T) {
 		},
 
 		{
+			name:   "process accounting shares the host PID namespace and reads its /proc",
+			values: map[string]any{"processAccounting": map[string]any{"enabled": true, "mode": "process"}},
+			want:   want{podReader: true, hostProcesses: true},
+			check: func(t *testing.T, objs []object) {
+				spec := get(only(t, objs, "DaemonSet"), "spec", "template", "spec")
+				if get(spec, "hostPID") != true {
+					t.Errorf("hostPID = %v, want true", get(spec, "hostPID"))
+				}
+				exp := exporterContainer(t, objs)
+				args := stringList(exp, "args")
+				for _, a := range []string{"--collect.processes=process", "--path.procfs=/host/proc"} {
+					if !slices.Contains(args, a) {
+						t.Errorf("args %v lack %s", args, a)
+					}
+				}
+				if m := byName(list(exp, "volumeMounts"), "host-proc"); m == nil || m["readOnly"] != true || m["mountPath"] != "/host/proc" {
+					t.Errorf("host-proc mount = %v, want /host/proc read-only", m)
+				}
+				if v := byName(list(spec, "volumes"), "host-proc"); get(v, "hostPath", "path") != "/proc" {
+					t.Errorf("host-proc volume = %v, want hostPath /proc", v)
+				}
+				checkPodReader(t, objs, true)
+			},
+		},
+		{
+			name:   "process accounting off by default: no host PID namespace",
+			values: map[string]any{},
+			check: func(t *testing.T, objs []object) {
+				spec := get(only(t, objs, "DaemonSet"), "spec", "template", "spec")
+				if get(spec, "hostPID") != nil {
+					t.Errorf("hostPID = %v without process accounting", get(spec, "hostPID"))
+				}
+				if args := stringList(exporterContainer(t, objs), "args"); !slices.Contains(args, "--collect.processes=off") {
+					t.Errorf("args %v lack --collect.processes=off", args)
+				}
+			},
+		},
+		{
 			name:   "no attribution runs as non-root without the kubelet socket",
 			values: map[string]any{"kubernetes": map[string]any{"attribution": false}},
 			want:   want{noAttribution: true},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,8 @@ func TestKustomize(t *testing.T) {
 		{"overlays/remote-hostengine", filepath.Join(kustomizeDir, "overlays", "remote-hostengine"),
 			want{remoteDCGM: "nvidia-dcgm.gpu-operator.svc:5555"}, []string{"ServiceMonitor"}},
 		{"base+components", both, want{}, []string{"ServiceMonitor", "PodMonitor"}},
+		{"overlays/process-accounting", filepath.Join(kustomizeDir, "overlays", "process-accounting"),
+			want{podReader: true, hostProcesses: true}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +63,7 @@ func TestKustomize(t *testing.T) {
 			kubevalidate(t, out)
 			checkWorkload(t, objs, tc.want)
 			for _, o := range objs {
-				if ns := get(o, "metadata", "namespace"); o.kind() != "Namespace" && ns != "gpu-exporter" {
+				if ns := get(o, "metadata", "namespace"); o.kind() != "Namespace" && !strings.HasPrefix(o.kind(), "Cluster") && ns != "gpu-exporter" {
 					t.Errorf("%s %s in namespace %v, want gpu-exporter", o.kind(), o.name(), ns)
 				}
 			}
@@ -77,6 +80,36 @@ func TestKustomize(t *testing.T) {
 				t.Errorf("monitors = %v, want %v", kinds, tc.monitors)
 			}
 		})
+	}
+}
+
+// The process-accounting overlay renders what the chart's
+// processAccounting.enabled does.
+func TestKustomizeProcessAccounting(t *testing.T) {
+	t.Parallel()
+	_, kobjs := kustomizeBuild(t, filepath.Join(kustomizeDir, "overlays", "process-accounting"))
+	_, hobjs := render(t, chartDir, map[string]any{"processAccounting": map[string]any{"enabled": true}})
+	kpod := get(only(t, kobjs, "DaemonSet"), "spec", "template", "spec")
+	hpod := get(only(t, hobjs, "DaemonSet"), "spec", "template", "spec")
+	for _, key := range []string{"hostPID", "volumes", "automountServiceAccountToken"} {
+		if !equalYAML(get(kpod, key), get(hpod, key)) {
+			t.Errorf("pod %s differs:\nkustomize %v\nhelm      %v", key, get(kpod, key), get(hpod, key))
+		}
+	}
+	kexp, hexp := byName(list(kpod, "containers"), "exporter"), byName(list(hpod, "containers"), "exporter")
+	for _, key := range []string{"args", "volumeMounts"} {
+		if !equalYAML(kexp[key], hexp[key]) {
+			t.Errorf("exporter %s differs:\nkustomize %v\nhelm      %v", key, kexp[key], hexp[key])
+		}
+	}
+	var role object
+	for _, o := range find(kobjs, "ClusterRole") {
+		if o.name() == "gpu-exporter-pod-reader" {
+			role = o
+		}
+	}
+	if rules := list(role, "rules"); len(rules) != 1 || !reflect.DeepEqual(stringList(rules[0], "verbs"), []string{"list", "watch"}) {
+		t.Errorf("pod-reader rules = %v, want list and watch on pods", rules)
 	}
 }
 

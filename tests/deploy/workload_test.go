@@ -19,6 +19,7 @@ type want struct {
 	healthPort    int    // probes use the plain health listener on this port
 	podReader     bool   // pod labels or UIDs: the exporter reads pods
 	remoteDCGM    string // --dcgm.remote-address, when remote
+	hostProcesses bool   // processAccounting: hostPID and the host's /proc
 }
 
 const podResourcesDir = "/var/lib/kubelet/pod-resources"
@@ -143,7 +144,7 @@ func checkSecurity(t *testing.T, pod any, exp map[string]any, w want) {
 			t.Errorf("without pod attribution the exporter must run as non-root, got %v", sc)
 		}
 	}
-	if get(pod, "hostNetwork") == true || get(pod, "hostPID") == true {
+	if get(pod, "hostNetwork") == true || (get(pod, "hostPID") == true && !w.hostProcesses) {
 		t.Error("pod uses the host's network or PID namespace")
 	}
 }
@@ -165,7 +166,7 @@ func checkPodResourcesMount(t *testing.T, pod any, exp map[string]any, w want) {
 		t.Errorf("pod-resources mount = %v, want %s readOnly: true", mount, podResourcesDir)
 	}
 	for _, v := range list(pod, "volumes") {
-		if hp := get(v, "hostPath", "path"); hp != nil && hp != podResourcesDir {
+		if hp := get(v, "hostPath", "path"); hp != nil && hp != podResourcesDir && (!w.hostProcesses || hp != "/proc") {
 			t.Errorf("unexpected hostPath volume %v", v)
 		}
 	}

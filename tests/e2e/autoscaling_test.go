@@ -39,14 +39,16 @@ type podWant struct {
 
 // autoscalingWants follows testdata/autoscaling.yaml. The time-sliced GPU 2
 // (60 %, 30 GiB) is held by llm-server-…-g5h6i and batch/embed-0: each
-// reads the GPU's utilization and fill, and half of its memory.
+// reads the GPU's utilization and fill, and half of its memory. The node
+// runs no process on its GPUs, so gpu_own_utilization (each pod's own
+// processes, from process accounting) falls back to gpu_utilization.
 var autoscalingWants = []podWant{
-	{llmNamespace, llmPrefix + "a1b2c", map[string]float64{"gpu_utilization": 0.8, "gpu_memory_used": 40960 * mib, "gpu_memory_utilization": 0.5}},
-	{llmNamespace, llmPrefix + "d3e4f", map[string]float64{"gpu_utilization": 0.4, "gpu_memory_used": 20480 * mib, "gpu_memory_utilization": 0.25}},
-	{llmNamespace, llmPrefix + "g5h6i", map[string]float64{"gpu_utilization": 0.6, "gpu_memory_used": 15360 * mib, "gpu_memory_utilization": 0.375}},
-	{llmNamespace, llmPrefix + "j7k8l", map[string]float64{"gpu_utilization": 0.5, "gpu_memory_used": 10048 * mib, "gpu_memory_utilization": 0.25}},
-	{llmNamespace, llmPrefix + "m9n0p", map[string]float64{"gpu_utilization": 0.7, "gpu_memory_used": 16384 * mib, "gpu_memory_utilization": 0.1}},
-	{"batch", "embed-0", map[string]float64{"gpu_utilization": 0.6, "gpu_memory_used": 15360 * mib, "gpu_memory_utilization": 0.375}},
+	{llmNamespace, llmPrefix + "a1b2c", map[string]float64{"gpu_utilization": 0.8, "gpu_memory_used": 40960 * mib, "gpu_own_utilization": 0.8, "gpu_memory_utilization": 0.5}},
+	{llmNamespace, llmPrefix + "d3e4f", map[string]float64{"gpu_utilization": 0.4, "gpu_memory_used": 20480 * mib, "gpu_own_utilization": 0.4, "gpu_memory_utilization": 0.25}},
+	{llmNamespace, llmPrefix + "g5h6i", map[string]float64{"gpu_utilization": 0.6, "gpu_memory_used": 15360 * mib, "gpu_own_utilization": 0.6, "gpu_memory_utilization": 0.375}},
+	{llmNamespace, llmPrefix + "j7k8l", map[string]float64{"gpu_utilization": 0.5, "gpu_memory_used": 10048 * mib, "gpu_own_utilization": 0.5, "gpu_memory_utilization": 0.25}},
+	{llmNamespace, llmPrefix + "m9n0p", map[string]float64{"gpu_utilization": 0.7, "gpu_memory_used": 16384 * mib, "gpu_own_utilization": 0.7, "gpu_memory_utilization": 0.1}},
+	{"batch", "embed-0", map[string]float64{"gpu_utilization": 0.6, "gpu_memory_used": 15360 * mib, "gpu_own_utilization": 0.6, "gpu_memory_utilization": 0.375}},
 }
 
 // testAutoscaling runs every query of deployment/autoscaling the way its

@@ -47,6 +47,11 @@
 //	    from: 0s                  # optional; until and repeat as for pods
 //	    gpus: [0, 1]              # whole GPUs -> files "0", "1"
 //	    mig: [{gpu: 0, gpu_instance: 7}]  # MIG instances -> file "0.7"
+//	        processes:            # optional: what it runs on GPUs (process accounting)
+//	          - {pid: 4101, gpu: 0, type: compute, memory_mib: 30000, sm: SPEC}  # or mig: {gpu: 0, gpu_instance: 7}; type compute, graphics or mps
+//	    cgroup: v2/systemd/containerd  # optional: its processes' /proc/<pid>/cgroup layout (default: pods take every layout in turn)
+//	host_processes:               # optional: processes outside every pod
+//	  - {pid: 2101, name: Xorg, type: graphics, gpu: 0, memory_mib: 120, sm: 1, cgroup: "0::/system.slice/display-manager.service"}
 //	faults:                       # optional
 //	  - {at: 1m, gpu: 7, xid: 79}                # DCGM_FI_DEV_XID_ERRORS reads 79 from then on; one XID event
 //	  - {at: 5m, duration: 30s, outage: true}    # Inventory and Read fail with source.ErrUnavailable
@@ -64,6 +69,13 @@
 // is dropped); instance activity comes from the instances' profiling fields.
 // Device ids are listed in the order written; a pod may not be present twice
 // at once under one namespace/name.
+//
+// Processes (processes.go, sampler.go): memory_mib and sm are field specs
+// in MiB and percent. Source.ProcessSampler serves them as NVML would
+// (per-process utilization on whole GPUs, none under MIG) and writes a fake
+// procfs tree of them, so that the real cgroup parser and resolver run; a
+// pod that comes back (repeat) runs a new process under the same PID. A
+// GPU with processes reports their summed SM as DCGM_FI_DEV_GPU_UTIL.
 //
 // # Field specs
 //

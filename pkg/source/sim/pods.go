@@ -25,6 +25,8 @@ type Pod struct {
 type Container struct {
 	Name    string
 	Devices []Device
+	// procs are the processes it runs on GPUs (processes.go).
+	procs []simProcess
 }
 
 // Device is one resource allocation: the resource name
@@ -112,7 +114,7 @@ func overlap(a, b *podTemplate) bool {
 
 func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 	d := b.d
-	o, err := d.object(n, p, "namespace", "name", "uid", "from", "until", "repeat", "containers")
+	o, err := d.object(n, p, "namespace", "name", "uid", "from", "until", "repeat", "containers", "cgroup")
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +157,11 @@ func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 		seen[c.Name] = true
 		pt.pod.Containers = append(pt.pod.Containers, c)
 	}
+	format, err := b.podCgroup(o, index)
+	if err != nil {
+		return nil, err
+	}
+	b.podProcesses(pt, format, qosClasses[index%len(qosClasses)])
 	return pt, nil
 }
 
@@ -185,14 +192,19 @@ func (b *builder) podWindow(o *object, pt *podTemplate) error {
 
 func (b *builder) container(n *yaml.Node, p string) (Container, error) {
 	d := b.d
-	o, err := d.object(n, p, "name", "devices")
+	o, err := d.object(n, p, "name", "devices", "processes")
 	if err != nil {
 		return Container{}, err
+	}
+	c := Container{}
+	if pn, pp := o.at("processes"); pn != nil {
+		if c.procs, err = b.processList(pn, pp, false); err != nil {
+			return Container{}, err
+		}
 	}
 	if err := o.require("name"); err != nil {
 		return Container{}, err
 	}
-	c := Container{}
 	if c.Name, err = o.str("name"); err != nil {
 		return Container{}, err
 	}

@@ -55,6 +55,9 @@ type Scenario struct {
 	lost     []lostFault
 	health   []healthFault // as written
 	timeline []segment     // by from; the inventory as GPUs are lost
+	// procs are every process, host processes first, then by pod and
+	// container (processes.go).
+	procs []procRef
 }
 
 // Name returns the scenario's name, which seeds its derived ids.
@@ -105,7 +108,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "pods", "jobs", "faults")
+	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "pods", "jobs", "faults", "host_processes")
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +148,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			return nil, err
 		}
 	}
+	if n, p := o.at("host_processes"); n != nil {
+		if b.hostProcs, err = b.processList(n, p, true); err != nil {
+			return nil, err
+		}
+	}
 	b.finish()
+	b.listProcesses()
 	return b.scn, nil
 }
 
@@ -159,6 +168,8 @@ type builder struct {
 	gpuList     []*simGPU
 	uuids, pcis map[string]string // id -> path that set it, for duplicate errors
 	lost        []lostFault
+	pids        map[uint32]string // process PIDs -> where set, for duplicate errors
+	hostProcs   []simProcess
 }
 
 // simGPU is one physical GPU after count expansion.

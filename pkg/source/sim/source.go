@@ -152,6 +152,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 			}
 		}
 	}
+	s.processUtilization(smp, seg, t)
 	smp.XIDs = s.xidEvents(seg, t)
 	if !s.read || t > s.lastRead {
 		s.lastRead, s.read = t, true

@@ -64,7 +64,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Whether the exporter reads pods from the API server (pod labels or
 UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- define "gpu-exporter.podReader" -}}
-{{- if and .Values.kubernetes.attribution (or .Values.kubernetes.podLabels .Values.kubernetes.podUID) }}true{{ end }}
+{{- if or (and .Values.kubernetes.attribution (or .Values.kubernetes.podLabels .Values.kubernetes.podUID)) .Values.processAccounting.enabled }}true{{ end }}
 {{- end }}
 
 {{- define "gpu-exporter.podResourcesDir" -}}
@@ -136,6 +136,12 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- if eq $v.dcgm.mode "remote" }}
 - --dcgm.remote-address={{ required "dcgm.remoteAddress is required when dcgm.mode=remote" $v.dcgm.remoteAddress }}
 {{- end }}
+{{- end }}
+{{- if $v.processAccounting.enabled }}
+- --collect.processes={{ $v.processAccounting.mode }}
+- --path.procfs=/host/proc
+{{- else }}
+- --collect.processes=off
 {{- end }}
 - --log.level={{ $v.exporter.logLevel }}
 - --log.format={{ $v.exporter.logFormat }}

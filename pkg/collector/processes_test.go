@@ -1,0 +1,136 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// fakeAccounting returns the usage the test sets and counts calls.
+type fakeAccounting struct {
+	devs     []processes.DeviceUsage
+	err      error
+	calls    int
+	deadline time.Time // of the last call's context
+	calledAt time.Time
+}
+
+func (f *fakeAccounting) Collect(ctx context.Context) ([]processes.DeviceUsage, error) {
+	f.calls++
+	f.deadline, _ = ctx.Deadline()
+	f.calledAt = time.Now()
+	return f.devs, f.err
+}
+
+func newProcessCollector(t *testing.T, src *fakeSource, acc ProcessAccounting, naming exposition.Naming) (*Collector, *prometheus.Registry, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	reg := prometheus.NewRegistry()
+	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), Processes: acc, Naming: naming}, src, nil,
+		slog.New(slog.NewTextHandler(&logs, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, reg, &logs
+}
+
+func TestCollectorProcessAccounting(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(2)
+	uuid1 := src.inv.Entities[1].UUID
+	acc := &fakeAccounting{devs: []processes.DeviceUsage{
+		{UUID: uuid1, GPU: 1, GPUInstance: -1, Utilization: true, Containers: []processes.Usage{
+			{Who: processes.Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 1, SM: 0.7, MemoryBytes: 1 << 30, MemoryKnown: true},
+			{Who: processes.Who{Namespace: "ml", Pod: "idle", Container: "nb"}, Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
+		}},
+		{UUID: "GPU-not-in-inventory", GPUInstance: -1, Containers: []processes.Usage{{Processes: 1}}},
+	}}
+	c, _, logs := newProcessCollector(t, src, acc, exposition.NamingPrometheus)
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	text := string(c.Page().Text)
+	for _, want := range []string{
+		`gpu_container_utilization_ratio{gpu="1",uuid="` + uuid1 + `",device="nvidia1",model="NVIDIA H100 80GB HBM3",namespace="ml",pod="busy",container="train"} 0.7`,
+		`gpu_container_utilization_ratio{gpu="1",uuid="` + uuid1 + `",device="nvidia1",model="NVIDIA H100 80GB HBM3",namespace="ml",pod="idle",container="nb"} 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(text, "GPU-not-in-inventory") {
+		t.Error("a device outside the inventory was rendered")
+	}
+
+	// A failure is counted and logged once; what came is still rendered.
+	acc.err = errors.New("nvml: GPU-x: unknown error")
+	for range 2 {
+		if err := c.Collect(context.Background()); err != nil {
+			t.Fatalf("a process accounting failure failed the collection: %v", err)
+		}
+	}
+	if v := testutil.ToFloat64(c.m.errors.WithLabelValues("processes")); v != 2 {
+		t.Errorf("processes errors = %v, want 2", v)
+	}
+	if n := strings.Count(logs.String(), "process accounting failed"); n != 1 {
+		t.Errorf("failure logged %d times, want once", n)
+	}
+	if !strings.Contains(string(c.Page().Text), `pod="busy"`) {
+		t.Error("partial usage was not rendered")
+	}
+}
+
+// Dcgm naming exports no process families, so accounting does not run.
+func TestCollectorProcessAccountingDCGMNaming(t *testing.T) {
+	t.Parallel()
+	acc := &fakeAccounting{}
+	c, _, _ := newProcessCollector(t, newFakeSource(1), acc, exposition.NamingDCGM)
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if acc.calls != 0 {
+		t.Errorf("process accounting ran %d times under dcgm naming", acc.calls)
+	}
+}
+
+// Process accounting shares the collection's --collect.timeout with the
+// source read: its deadline is the collection's start plus the timeout,
+// not the time it is called plus the timeout.
+func TestCollectorProcessAccountingDeadline(t *testing.T) {
+	t.Parallel()
+	acc := &fakeAccounting{}
+	c, err := New(Config{Interval: time.Hour, Timeout: time.Minute, Fields: testFields(t), Processes: acc}, slowSource{newFakeSource(1)}, nil,
+		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := acc.deadline.Sub(acc.calledAt); left > time.Minute-readTime {
+		t.Errorf("accounting had %s left, want at most the timeout less the %s read", left, readTime)
+	}
+}
+
+// readTime is how long slowSource's Read takes.
+const readTime = 50 * time.Millisecond
+
+// slowSource takes readTime to read: time passes in a collection before
+// process accounting runs.
+type slowSource struct{ *fakeSource }
+
+func (s slowSource) Read(ctx context.Context) (*source.Sample, error) {
+	time.Sleep(readTime) // the time a source read takes, not a wait for state
+	return s.fakeSource.Read(ctx)
+}

@@ -1,0 +1,137 @@
+package exposition
+
+import (
+	"strconv"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// ContainerUsage is what the processes of one container (or one process)
+// use of one entity, from process accounting: the share of a shared GPU
+// (time-slicing, MPS) the container really uses.
+type ContainerUsage struct {
+	// Entity is the GPU or MIG instance, an index into the sample's
+	// inventory.
+	Entity int
+	// Namespace, Pod and Container name the container; all empty for the
+	// host's processes. PodUID and ContainerID stand in for names the
+	// Kubernetes API did not give.
+	Namespace, Pod, Container string
+	PodUID, ContainerID       string
+	// PID is the process of a per-process row; 0 in container rows.
+	PID uint32
+	// Processes is the number of processes.
+	Processes int
+	// Utilization is the SM time share, a ratio 0-1, when
+	// UtilizationKnown.
+	Utilization      float64
+	UtilizationKnown bool
+	// MemoryBytes is the device memory used, when MemoryKnown.
+	MemoryBytes float64
+	MemoryKnown bool
+}
+
+// declareContainerFamilies declares the process accounting families of
+// Prometheus naming. dcgm-exporter has no per-process or per-container
+// usage families (its maintainers, NVIDIA/dcgm-exporter issues 109 and 94:
+// per-PID stats are not a feature), so dcgm naming exports none.
+func declareContainerFamilies(d *[numFamilies]Family) {
+	usage := []string{EntityLabels, "namespace", "pod", "container", "pod_uid", "container_id"}
+	optional := []string{"pod_uid", "container_id"}
+	perProcess := append(append([]string(nil), usage...), "pid")
+	d[famContainerUtilization] = Family{
+		Name: "gpu_container_utilization_ratio", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Share of the GPU's SM time used by the container's processes since the previous collection (per-process accounting, 0-1); on a shared GPU the containers' values add up to the GPU's utilization. pod=\"\" container=\"\" is the host's processes.",
+		Labels: usage, Optional: optional,
+	}
+	d[famContainerMemory] = Family{
+		Name: "gpu_container_memory_used_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Device memory used by the container's processes on the GPU or MIG instance (per-process accounting). pod=\"\" container=\"\" is the host's processes.",
+		Labels: usage, Optional: optional,
+	}
+	d[famContainerProcesses] = Family{
+		Name: "gpu_container_processes", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Processes of the container using the GPU or MIG instance (per-process accounting). pod=\"\" container=\"\" is the host's processes.",
+		Labels: usage, Optional: optional,
+	}
+	d[famProcessUtilization] = Family{
+		Name: "gpu_process_utilization_ratio", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Share of the GPU's SM time used by one process since the previous collection (0-1); only with --collect.processes=process.",
+		Labels: perProcess, Optional: optional,
+	}
+	d[famProcessMemory] = Family{
+		Name: "gpu_process_memory_used_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Device memory used by one process; only with --collect.processes=process.",
+		Labels: perProcess, Optional: optional,
+	}
+}
+
+// renderContainers writes the process accounting families.
+func (p *page) renderContainers(in Input) {
+	if len(in.Containers) == 0 && len(in.Processes) == 0 {
+		return
+	}
+	labels := make([][]byte, len(in.Containers))
+	for i := range in.Containers {
+		labels[i] = usageLabels(nil, in, &in.Containers[i])
+	}
+	util := p.family(famContainerUtilization)
+	for i, u := range in.Containers {
+		if u.UtilizationKnown {
+			p.line(&util, labels[i], "", "", u.Utilization)
+		}
+	}
+	mem := p.family(famContainerMemory)
+	for i, u := range in.Containers {
+		if u.MemoryKnown {
+			p.line(&mem, labels[i], "", "", u.MemoryBytes)
+		}
+	}
+	count := p.family(famContainerProcesses)
+	for i, u := range in.Containers {
+		p.line(&count, labels[i], "", "", float64(u.Processes))
+	}
+	plabels := make([][]byte, len(in.Processes))
+	for i := range in.Processes {
+		plabels[i] = usageLabels(nil, in, &in.Processes[i])
+	}
+	putil := p.family(famProcessUtilization)
+	for i, u := range in.Processes {
+		if u.UtilizationKnown {
+			p.line(&putil, plabels[i], "pid", strconv.FormatUint(uint64(u.PID), 10), u.Utilization)
+		}
+	}
+	pmem := p.family(famProcessMemory)
+	for i, u := range in.Processes {
+		if u.MemoryKnown {
+			p.line(&pmem, plabels[i], "pid", strconv.FormatUint(uint64(u.PID), 10), u.MemoryBytes)
+		}
+	}
+}
+
+// usageLabels appends the entity's labels, then the container's.
+func usageLabels(b []byte, in Input, u *ContainerUsage) []byte {
+	b = entityLabels(b, &in.Sample.Inventory.Entities[u.Entity], nil)
+	b = appendLabel(b, false, "namespace", u.Namespace)
+	b = appendLabel(b, false, "pod", u.Pod)
+	b = appendLabel(b, false, "container", u.Container)
+	if u.PodUID != "" {
+		b = appendLabel(b, false, "pod_uid", u.PodUID)
+	}
+	if u.ContainerID != "" {
+		b = appendLabel(b, false, "container_id", u.ContainerID)
+	}
+	return b
+}
+
+// ExportsProcesses reports whether naming exports the process accounting
+// families, so that process accounting runs only where it shows.
+func ExportsProcesses(naming Naming) bool {
+	return declaredFamilies()[famContainerUtilization].Naming == naming
+}
+
+// WantsProcesses reports whether the renderer's naming exports the process
+// accounting families (Input.Containers, Input.Processes).
+func (r *Renderer) WantsProcesses() bool {
+	return r.families[famContainerUtilization].Naming == r.opts.Naming
+}

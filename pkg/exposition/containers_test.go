@@ -1,0 +1,64 @@
+package exposition
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+)
+
+// A time-sliced GPU with a busy pod, an idle pod and a host process: one
+// series per container with its own share, and per-process series only
+// when handed over.
+func TestRenderContainers(t *testing.T) {
+	t.Parallel()
+	in := familiesInput(t, []fields.Field{fields.MustNew().All()[0]})
+	in.Containers = []ContainerUsage{
+		{Entity: 0, Processes: 1, Utilization: 0.02, UtilizationKnown: true, MemoryBytes: 100, MemoryKnown: true},
+		{Entity: 0, Namespace: "ml", Pod: "busy", Container: "train", Processes: 2, Utilization: 0.85, UtilizationKnown: true, MemoryBytes: 6 << 30, MemoryKnown: true},
+		{Entity: 0, Namespace: "ml", Pod: "idle", Container: "notebook", Processes: 1, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true},
+		{Entity: 2, PodUID: "uid-x", ContainerID: "abc", Processes: 1}, // MIG: no utilization, memory unknown
+	}
+	in.Processes = nil
+	for _, naming := range []Naming{NamingPrometheus, NamingDCGM} {
+		r := NewRenderer(Options{Naming: naming})
+		page := r.Render(in)
+		fams := parseText(t, page.Text)
+		if naming == NamingDCGM {
+			for name := range fams {
+				if strings.Contains(name, "container") || strings.Contains(name, "process") {
+					t.Errorf("dcgm naming renders %s; dcgm-exporter has no such family", name)
+				}
+			}
+			continue
+		}
+		util := fams["gpu_container_utilization_ratio"]
+		if util == nil || len(util.Metric) != 3 {
+			t.Fatalf("gpu_container_utilization_ratio = %v", util)
+		}
+		got := map[string]float64{}
+		for _, m := range util.Metric {
+			l := labelMap(m)
+			if l["uuid"] != "GPU-a" || l["gpu"] != "0" {
+				t.Errorf("series without the GPU's labels: %v", l)
+			}
+			got[l["namespace"]+"/"+l["pod"]+"/"+l["container"]] = m.GetGauge().GetValue()
+		}
+		want := map[string]float64{"//": 0.02, "ml/busy/train": 0.85, "ml/idle/notebook": 0}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("utilization of %q = %v, want %v", k, got[k], v)
+			}
+		}
+		mig := fams["gpu_container_processes"].Metric[3]
+		if l := labelMap(mig); l["pod_uid"] != "uid-x" || l["container_id"] != "abc" || l["gpu_instance"] != "1" || l["pod"] != "" {
+			t.Errorf("MIG row without API names = %v", l)
+		}
+		if len(fams["gpu_container_memory_used_bytes"].Metric) != 3 {
+			t.Error("a row with unknown memory has a memory series")
+		}
+		if _, ok := fams["gpu_process_utilization_ratio"]; ok {
+			t.Error("per-process series without per-process rows")
+		}
+	}
+}

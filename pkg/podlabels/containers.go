@@ -1,0 +1,82 @@
+package podlabels
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ContainerRef names a container of a pod on this node.
+type ContainerRef struct {
+	Namespace, Pod, Container string
+}
+
+// podByUID is what LookupContainer knows of one pod.
+type podByUID struct {
+	key podKey
+	// containers maps container runtime ids (without the runtime's
+	// "containerd://" prefix) to container names.
+	containers map[string]string
+}
+
+// LookupContainer names the pod with UID podUID and its container with
+// runtime id containerID, as the pod's status reports them
+// (status.containerStatuses[].containerID and the same for init and
+// ephemeral containers). ok is false when the informer does not know the
+// pod; Container is empty when the pod is known but no status lists the
+// id yet (a container just started). Process accounting calls it, on the
+// collection path: one map read under a read lock.
+func (s *Store) LookupContainer(podUID, containerID string) (ContainerRef, bool) {
+	s.mu.RLock()
+	p, ok := s.byUID[podUID]
+	var name string
+	if ok {
+		name = p.containers[containerID]
+	}
+	s.mu.RUnlock()
+	if !ok {
+		return ContainerRef{}, false
+	}
+	return ContainerRef{Namespace: p.key.namespace, Pod: p.key.name, Container: name}, true
+}
+
+// containerIDs maps the runtime ids of pod's containers to their names.
+func containerIDs(pod *corev1.Pod) map[string]string {
+	n := len(pod.Status.ContainerStatuses) + len(pod.Status.InitContainerStatuses) + len(pod.Status.EphemeralContainerStatuses)
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]string, n)
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, c := range list {
+			if id := RuntimeID(c.ContainerID); id != "" {
+				m[id] = validText(c.Name)
+			}
+		}
+	}
+	return m
+}
+
+// RuntimeID strips the runtime's scheme from a status containerID:
+// "containerd://<id>", "cri-o://<id>" and "docker://<id>" all give <id>
+// (the API reference of ContainerStatus: "Container's ID in the format
+// '<type>://<container_id>'").
+func RuntimeID(statusID string) string {
+	if _, id, ok := strings.Cut(statusID, "://"); ok {
+		return id
+	}
+	return statusID
+}
+
+// slimStatuses keeps the name and id of each container status, all that
+// LookupContainer reads.
+func slimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, c := range in {
+		out[i] = corev1.ContainerStatus{Name: c.Name, ContainerID: c.ContainerID}
+	}
+	return out
+}

@@ -1,0 +1,269 @@
+package processes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
+)
+
+// Mode is what process accounting exports (--collect.processes).
+type Mode uint8
+
+// Modes.
+const (
+	// ModeOff disables process accounting.
+	ModeOff Mode = iota
+	// ModeContainer exports per-container sums (gpu_container_*).
+	ModeContainer
+	// ModeProcess also exports one series per process (gpu_process_*).
+	ModeProcess
+)
+
+// ParseMode reads --collect.processes: off, container or process.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "off":
+		return ModeOff, nil
+	case "container":
+		return ModeContainer, nil
+	case "process":
+		return ModeProcess, nil
+	}
+	return ModeOff, fmt.Errorf("--collect.processes: unknown mode %q (want off, container or process)", s)
+}
+
+// String returns the name ParseMode reads.
+func (m Mode) String() string {
+	switch m {
+	case ModeContainer:
+		return "container"
+	case ModeProcess:
+		return "process"
+	}
+	return "off"
+}
+
+// PodLookup names the container of a pod UID and a container id;
+// podlabels.Store is one.
+type PodLookup interface {
+	LookupContainer(podUID, containerID string) (podlabels.ContainerRef, bool)
+}
+
+// Config configures an Accountant.
+type Config struct {
+	// Procfs is the proc filesystem to read (--path.procfs).
+	Procfs string
+	// MaxCached bounds the PID cache; 0 means DefaultMaxCached.
+	MaxCached int
+	// Mode is ModeContainer or ModeProcess.
+	Mode Mode
+	// Pods names pods and containers; nil when the exporter has no access
+	// to the Kubernetes API: usage is then labelled with pod_uid and
+	// container_id alone.
+	Pods PodLookup
+}
+
+// Who names the owner of one usage row.
+type Who struct {
+	// Namespace, Pod and Container name the container; all empty for the
+	// host's processes (one aggregate per device), and for a pod the API
+	// does not name (then PodUID and ContainerID say who it is).
+	Namespace, Pod, Container string
+	// PodUID and ContainerID are set when the names are not known: without
+	// API access, or before the informer has seen the pod or container.
+	PodUID, ContainerID string
+}
+
+// Usage is what the processes of one container (or one process) use of
+// one device.
+type Usage struct {
+	Who
+	// PID is the process, in per-process rows; 0 in container rows.
+	PID uint32
+	// Processes is the number of processes summed.
+	Processes int
+	// MemoryBytes is the device memory they use; MemoryKnown is false when
+	// the driver could tell for none of them.
+	MemoryBytes uint64
+	MemoryKnown bool
+	// SM is their share of the device's SM time as a ratio 0-1: the sum of
+	// the processes' SM utilization. Valid when the device's Utilization
+	// is.
+	SM float64
+}
+
+// DeviceUsage is the usage of one GPU or MIG device.
+type DeviceUsage struct {
+	GPU         int
+	UUID        string
+	GPUInstance int
+	MIGUUID     string
+	// Utilization is true when the device reports per-process
+	// utilization (Usage.SM is valid).
+	Utilization bool
+	// Containers are sorted by namespace, pod, container, pod UID and
+	// container id; the host aggregate (all empty) comes first.
+	Containers []Usage
+	// Processes are the per-process rows (ModeProcess), sorted the same
+	// way, then by PID.
+	Processes []Usage
+}
+
+// Accountant attributes the processes of every device to containers once
+// per collection: Sampler, then Resolver, then PodLookup.
+type Accountant struct {
+	cfg      Config
+	sampler  Sampler
+	resolver *Resolver
+	logger   *slog.Logger
+	m        *metrics
+	reg      prometheus.Registerer
+	// logged holds the failure kinds already logged.
+	logged map[string]bool
+}
+
+// NewAccountant returns an Accountant on sampler. Self-metrics go to reg
+// unless it is nil. Without cfg.Pods it logs once that usage is labelled
+// with pod UIDs and container ids.
+func NewAccountant(cfg Config, sampler Sampler, logger *slog.Logger, reg prometheus.Registerer) (*Accountant, error) {
+	if cfg.Mode != ModeContainer && cfg.Mode != ModeProcess {
+		return nil, fmt.Errorf("processes: accountant mode %s exports nothing", cfg.Mode)
+	}
+	if sampler == nil {
+		return nil, errors.New("processes: no sampler")
+	}
+	r, err := NewResolver(cfg.Procfs, cfg.MaxCached)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Accountant{cfg: cfg, sampler: sampler, resolver: r, logger: logger, m: m, reg: reg, logged: map[string]bool{}}
+	if cfg.Pods == nil {
+		m.podNames.Set(0)
+		logger.Warn("process accounting has no Kubernetes API access; GPU usage per container is labelled with pod_uid and container_id instead of namespace, pod and container",
+			"procfs", cfg.Procfs)
+	} else {
+		m.podNames.Set(1)
+	}
+	return a, nil
+}
+
+// Close unregisters the self-metrics; whoever opened the sampler closes
+// it.
+func (a *Accountant) Close() {
+	a.m.unregister(a.reg)
+}
+
+// Collect samples every device and attributes its processes. When the
+// sampler fails for some devices, the others are returned with the error.
+func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
+	devs, err := a.sampler.Sample(ctx)
+	if devs == nil && err != nil {
+		return nil, err
+	}
+	a.resolver.Begin()
+	out := make([]DeviceUsage, len(devs))
+	for i := range devs {
+		out[i] = a.attribute(&devs[i])
+	}
+	a.resolver.End()
+	a.m.cached.Set(float64(a.resolver.Cached()))
+	return out, err
+}
+
+// attribute sums one device's processes per container.
+func (a *Accountant) attribute(d *Device) DeviceUsage {
+	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization}
+	index := map[Who]int{}
+	for _, p := range d.Processes {
+		owner, err := a.resolver.Resolve(p.PID)
+		if err != nil {
+			a.failed(p.PID, err)
+			continue
+		}
+		who := a.name(owner)
+		// SM stays in percent until the sums are made: NVML's integer
+		// percents add up exactly, and one division gives the ratio.
+		row := Usage{Who: who, PID: p.PID, Processes: 1, MemoryBytes: p.UsedBytes, MemoryKnown: p.UsedKnown, SM: p.SM}
+		if !p.UsedKnown {
+			row.MemoryBytes = 0
+		}
+		if a.cfg.Mode == ModeProcess {
+			u.Processes = append(u.Processes, row)
+		}
+		k, ok := index[who]
+		if !ok {
+			index[who] = len(u.Containers)
+			row.PID = 0
+			u.Containers = append(u.Containers, row)
+			continue
+		}
+		c := &u.Containers[k]
+		c.Processes++
+		c.MemoryBytes += row.MemoryBytes
+		c.MemoryKnown = c.MemoryKnown || row.MemoryKnown
+		c.SM += row.SM
+	}
+	for i := range u.Containers {
+		u.Containers[i].SM /= 100
+	}
+	for i := range u.Processes {
+		u.Processes[i].SM /= 100
+	}
+	slices.SortFunc(u.Containers, compareUsage)
+	slices.SortFunc(u.Processes, compareUsage)
+	return u
+}
+
+func compareUsage(x, y Usage) int {
+	return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.Container, y.Container),
+		cmp.Compare(x.PodUID, y.PodUID), cmp.Compare(x.ContainerID, y.ContainerID), cmp.Compare(x.PID, y.PID))
+}
+
+// name turns a cgroup owner into labels: names through the API when it
+// knows the pod, else the UID and id.
+func (a *Accountant) name(o Owner) Who {
+	if o.Host() {
+		return Who{}
+	}
+	if a.cfg.Pods != nil {
+		if ref, ok := a.cfg.Pods.LookupContainer(o.PodUID, o.ContainerID); ok {
+			w := Who{Namespace: ref.Namespace, Pod: ref.Pod, Container: ref.Container}
+			if ref.Container == "" {
+				w.ContainerID = o.ContainerID
+			}
+			return w
+		}
+		a.m.unresolved.WithLabelValues("unknown_pod").Inc()
+	}
+	return Who{PodUID: o.PodUID, ContainerID: o.ContainerID}
+}
+
+// failed counts a process left out and logs the first failure of each
+// kind: an exit between the GPU listing and the procfs read is routine and
+// only counted.
+func (a *Accountant) failed(pid uint32, err error) {
+	if errors.Is(err, ErrExited) {
+		a.m.unresolved.WithLabelValues("exited").Inc()
+		return
+	}
+	a.m.unresolved.WithLabelValues("unreadable").Inc()
+	if !a.logged["unreadable"] {
+		a.logged["unreadable"] = true
+		a.logger.Warn("cannot tell which container runs a GPU process; it is left out (further failures are only counted)",
+			"pid", pid, "err", err)
+	}
+}

@@ -1,0 +1,344 @@
+package processes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
+)
+
+// fixedSampler returns the same devices on every Sample.
+type fixedSampler struct {
+	devs []Device
+	err  error
+}
+
+func (f *fixedSampler) Sample(context.Context) ([]Device, error) {
+	out := make([]Device, len(f.devs))
+	for i, d := range f.devs {
+		d.Processes = append([]Process(nil), d.Processes...)
+		out[i] = d
+	}
+	return out, f.err
+}
+
+func (*fixedSampler) Close() error { return nil }
+
+// podTable is a PodLookup over a fixed table.
+type podTable map[string]podlabels.ContainerRef // "uid/cid" -> ref; "uid/" -> pod only
+
+func (p podTable) LookupContainer(uid, cid string) (podlabels.ContainerRef, bool) {
+	if ref, ok := p[uid+"/"+cid]; ok {
+		return ref, true
+	}
+	if ref, ok := p[uid+"/"]; ok {
+		return ref, true
+	}
+	return podlabels.ContainerRef{}, false
+}
+
+const (
+	busyUID, busyCID = "aaaaaaaa-0000-4000-8000-000000000001", "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
+	idleUID, idleCID = "aaaaaaaa-0000-4000-8000-000000000002", "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
+)
+
+// sharedGPU is a time-sliced GPU: a busy pod with two processes, an idle
+// pod and a host process.
+func sharedGPU(t *testing.T, root string) *fixedSampler {
+	t.Helper()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 11, 1, "0::/kubepods/burstable/pod"+busyUID+"/"+busyCID+"\n")
+	writeProc(t, root, 20, 1, v1("/kubepods/besteffort/pod"+idleUID+"/"+idleCID))
+	writeProc(t, root, 30, 1, "0::/system.slice/xorg.service\n")
+	return &fixedSampler{devs: []Device{{GPU: 0, UUID: "GPU-0", GPUInstance: -1, Utilization: true, Processes: []Process{
+		{PID: 10, Type: Compute, UsedBytes: 4 << 30, UsedKnown: true, SM: 60, Sampled: true},
+		{PID: 11, Type: Compute, UsedBytes: 2 << 30, UsedKnown: true, SM: 25, Sampled: true},
+		{PID: 20, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true},
+		{PID: 30, Type: Graphics, UsedBytes: 100 << 20, UsedKnown: true, SM: 2, Sampled: true},
+	}}}}
+}
+
+var names = podTable{
+	busyUID + "/" + busyCID: {Namespace: "ml", Pod: "busy", Container: "train"},
+	idleUID + "/" + idleCID: {Namespace: "ml", Pod: "idle", Container: "notebook"},
+}
+
+func newTestAccountant(t *testing.T, root string, s Sampler, mode Mode, pods PodLookup) (*Accountant, *prometheus.Registry, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	reg := prometheus.NewRegistry()
+	a, err := NewAccountant(Config{Procfs: root, Mode: mode, Pods: pods}, s, slog.New(slog.NewTextHandler(&logs, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, reg, &logs
+}
+
+func TestAccountantBusyAndIdlePods(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	a, _, _ := newTestAccountant(t, root, sharedGPU(t, root), ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Usage{
+		{Who: Who{}, Processes: 1, MemoryBytes: 100 << 20, MemoryKnown: true, SM: 0.02},
+		{Who: Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 2, MemoryBytes: 6 << 30, MemoryKnown: true, SM: 0.85},
+		{Who: Who{Namespace: "ml", Pod: "idle", Container: "notebook"}, Processes: 1, MemoryBytes: 1 << 30, MemoryKnown: true, SM: 0},
+	}
+	if len(got) != 1 || !equalUsage(got[0].Containers, want) || got[0].Processes != nil {
+		t.Fatalf("usage = %+v\nwant containers %+v", got, want)
+	}
+}
+
+// The containers' SM shares add up to the processes' on every device:
+// attribution loses nothing and counts nothing twice.
+func TestAccountantSharesAddUp(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := sharedGPU(t, root)
+	a, _, _ := newTestAccountant(t, root, s, ModeProcess, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var procs, containers, perProcess float64
+	for _, p := range s.devs[0].Processes {
+		procs += p.SM / 100
+	}
+	for _, c := range got[0].Containers {
+		containers += c.SM
+	}
+	for _, p := range got[0].Processes {
+		perProcess += p.SM
+	}
+	if math.Abs(procs-containers) > 1e-9 || math.Abs(procs-perProcess) > 1e-9 {
+		t.Errorf("process SM %v, containers %v, per-process rows %v; want equal", procs, containers, perProcess)
+	}
+	if len(got[0].Processes) != 4 || got[0].Processes[1].PID != 10 || got[0].Processes[1].Pod != "busy" {
+		t.Errorf("per-process rows = %+v", got[0].Processes)
+	}
+}
+
+func TestAccountantWithoutAPI(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	a, reg, logs := newTestAccountant(t, root, sharedGPU(t, root), ModeContainer, nil)
+	for range 2 {
+		got, err := a.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := got[0].Containers
+		if len(c) != 3 || c[1].Who != (Who{PodUID: busyUID, ContainerID: busyCID}) || c[2].Who != (Who{PodUID: idleUID, ContainerID: idleCID}) {
+			t.Fatalf("containers = %+v; want pod_uid and container_id labels", c)
+		}
+	}
+	if n := strings.Count(logs.String(), "no Kubernetes API access"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs)
+	}
+	if v := gauge(t, reg, "gpu_exporter_process_accounting_pod_names"); v != 0 {
+		t.Errorf("gpu_exporter_process_accounting_pod_names = %v, want 0", v)
+	}
+}
+
+func TestAccountantUnknownPodAndContainer(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pods := podTable{busyUID + "/": {Namespace: "ml", Pod: "busy"}} // container not in the status yet; idle pod unknown
+	a, _, _ := newTestAccountant(t, root, sharedGPU(t, root), ModeContainer, pods)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := got[0].Containers
+	if len(c) != 3 || c[1].Who != (Who{PodUID: idleUID, ContainerID: idleCID}) ||
+		c[2].Who != (Who{Namespace: "ml", Pod: "busy", ContainerID: busyCID}) {
+		t.Fatalf("containers = %+v", c)
+	}
+	if v := testutil.ToFloat64(a.m.unresolved.WithLabelValues("unknown_pod")); v != 1 {
+		t.Errorf("unknown_pod = %v, want 1", v)
+	}
+}
+
+// A process the GPU lists that exits before its cgroup is read is left
+// out and counted; the others are attributed.
+func TestAccountantExitRace(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := sharedGPU(t, root)
+	if err := RemoveProcess(root, 11); err != nil {
+		t.Fatal(err)
+	}
+	a, _, logs := newTestAccountant(t, root, s, ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got[0].Containers[1]; c.Pod != "busy" || c.Processes != 1 || c.MemoryBytes != 4<<30 {
+		t.Errorf("busy container = %+v; want its remaining process only", c)
+	}
+	if v := testutil.ToFloat64(a.m.unresolved.WithLabelValues("exited")); v != 1 {
+		t.Errorf("exited = %v, want 1", v)
+	}
+	if strings.Contains(logs.String(), "cannot tell") {
+		t.Errorf("a routine exit was logged:\n%s", logs)
+	}
+}
+
+func TestAccountantUnreadableLoggedOnce(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 1, 1, "garbage\n")
+	writeProc(t, root, 2, 1, "garbage\n")
+	s := &fixedSampler{devs: []Device{{UUID: "GPU-0", GPUInstance: -1, Processes: []Process{{PID: 1}, {PID: 2}}}}}
+	a, _, logs := newTestAccountant(t, root, s, ModeContainer, names)
+	if _, err := a.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "cannot tell"); n != 1 {
+		t.Errorf("logged %d times, want once", n)
+	}
+	if v := testutil.ToFloat64(a.m.unresolved.WithLabelValues("unreadable")); v != 2 {
+		t.Errorf("unreadable = %v, want 2", v)
+	}
+}
+
+func TestAccountantMIGAndPartialFailure(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	s := &fixedSampler{
+		devs: []Device{{GPU: 3, UUID: "GPU-3", GPUInstance: 2, MIGUUID: "MIG-x", Processes: []Process{{PID: 10, UsedBytes: 5 << 30, UsedKnown: true}}}},
+		err:  fmt.Errorf("GPU-4: %w", context.DeadlineExceeded),
+	}
+	a, _, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err == nil {
+		t.Error("the sampler's partial failure was not returned")
+	}
+	if len(got) != 1 || got[0].GPUInstance != 2 || got[0].MIGUUID != "MIG-x" || got[0].Utilization ||
+		len(got[0].Containers) != 1 || got[0].Containers[0].Pod != "busy" {
+		t.Errorf("usage = %+v", got)
+	}
+}
+
+// 64 GPUs x 16 processes: every process is attributed, and the second
+// collection answers from the cache.
+func TestAccountantScale(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s, pods := scaleNode(t, root, 64, 16)
+	a, _, _ := newTestAccountant(t, root, s, ModeContainer, pods)
+	for round := range 2 {
+		got, err := a.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 64 {
+			t.Fatalf("%d devices", len(got))
+		}
+		for _, d := range got {
+			n := 0
+			for _, c := range d.Containers {
+				if c.Pod == "" {
+					t.Fatalf("round %d: unnamed container on %s: %+v", round, d.UUID, c)
+				}
+				n += c.Processes
+			}
+			if len(d.Containers) != 4 || n != 16 {
+				t.Fatalf("round %d: %s has %d containers, %d processes; want 4 and 16", round, d.UUID, len(d.Containers), n)
+			}
+		}
+	}
+	if a.resolver.Cached() != 64*16 {
+		t.Errorf("%d PIDs cached, want %d", a.resolver.Cached(), 64*16)
+	}
+}
+
+// scaleNode writes gpus x perGPU processes, four containers per GPU.
+func scaleNode(t testing.TB, root string, gpus, perGPU int) (*fixedSampler, podTable) {
+	s := &fixedSampler{}
+	pods := podTable{}
+	pid := uint32(1000)
+	for g := range gpus {
+		d := Device{GPU: g, UUID: fmt.Sprintf("GPU-%d", g), GPUInstance: -1, Utilization: true}
+		for p := range perGPU {
+			uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", g, p%4)
+			cid := fmt.Sprintf("%064x", g*4+p%4)
+			pods[uid+"/"+cid] = podlabels.ContainerRef{Namespace: "ns", Pod: fmt.Sprintf("pod-%d-%d", g, p%4), Container: "main"}
+			if err := WriteProcess(root, pid, "python", 1, cgroupOf(uid, cid)); err != nil {
+				t.Fatal(err)
+			}
+			d.Processes = append(d.Processes, Process{PID: pid, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true, SM: 5, Sampled: true})
+			pid++
+		}
+		s.devs = append(s.devs, d)
+	}
+	return s, pods
+}
+
+func BenchmarkAccountantCollect64x16(b *testing.B) {
+	root := b.TempDir()
+	s, pods := scaleNode(b, root, 64, 16)
+	a, err := NewAccountant(Config{Procfs: root, Mode: ModeContainer, Pods: pods}, s, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Collect(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func equalUsage(got, want []Usage) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Who != w.Who || g.PID != w.PID || g.Processes != w.Processes || g.MemoryBytes != w.MemoryBytes ||
+			g.MemoryKnown != w.MemoryKnown || math.Abs(g.SM-w.SM) > 1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s not registered", name)
+	return 0
+}
+
+func TestParseMode(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]Mode{"off": ModeOff, "container": ModeContainer, "process": ModeProcess} {
+		if got, err := ParseMode(in); err != nil || got != want || got.String() != in {
+			t.Errorf("ParseMode(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseMode("pid"); err == nil || !strings.Contains(err.Error(), "--collect.processes") {
+		t.Errorf("ParseMode(pid) error = %v", err)
+	}
+}

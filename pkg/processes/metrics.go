@@ -1,0 +1,56 @@
+package processes
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	podNames   prometheus.Gauge
+	cached     prometheus.Gauge
+	unresolved *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		podNames: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_process_accounting_pod_names",
+			Help: "Whether process accounting names containers through the Kubernetes API (1) or, without API access, labels GPU usage with pod_uid and container_id only (0).",
+		}),
+		cached: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_process_accounting_cached_pids",
+			Help: "GPU processes whose container is cached by process accounting.",
+		}),
+		unresolved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpu_exporter_process_accounting_unresolved_total",
+			Help: "GPU processes process accounting could not attribute, by reason: exited (gone before its cgroup was read; left out), unreadable (cgroup not readable or not understood; left out), unknown_pod (pod not known to the API; labelled with pod_uid).",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{"exited", "unreadable", "unknown_pod"} {
+		m.unresolved.WithLabelValues(r)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			m.unregister(reg)
+			return nil, fmt.Errorf("processes: registering self-metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.podNames, m.cached, m.unresolved}
+}
+
+func (m *metrics) unregister(reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	for _, c := range m.collectors() {
+		reg.Unregister(c)
+	}
+}

@@ -1,0 +1,269 @@
+//go:build cgo && linux
+
+package processes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
+)
+
+// NVMLLibrary is the NVML API the sampler calls: go-nvml's nvml.Interface.
+type NVMLLibrary = nvml.Interface
+
+// NVMLSampler samples processes through NVML. Every NVML call of one
+// Sample runs as one job on its own worker goroutine, with a deadline, so
+// a hung driver call never blocks the collector for longer than
+// CallTimeout.
+//
+// NVML counts initialisations: nvmlInit and nvmlShutdown may be called
+// by several users of one process, and the library shuts down when the
+// count reaches zero (NVML API reference, nvmlInit_v2, nvmlShutdown). The
+// sampler therefore has its own Init beside the NVML or DCGM source.
+type NVMLSampler struct {
+	cfg    NVMLConfig
+	lib    nvml.Interface
+	w      *cgocall.Worker
+	now    func() time.Time
+	inited bool // touched by worker jobs only
+	devs   []nvmlDevice
+	// scanned is when devs was listed.
+	scanned time.Time
+	// lastSeen is, per device UUID, the newest utilization sample read:
+	// the next read asks for newer ones only.
+	lastSeen map[string]uint64
+}
+
+// nvmlDevice is a device listed by the last scan.
+type nvmlDevice struct {
+	handle nvml.Device
+	info   Device // without processes
+}
+
+// NVMLConfig configures an NVMLSampler.
+type NVMLConfig struct {
+	// Library is the NVML API; nil means the driver's library (go-nvml's
+	// nvml.New()). Tests pass go-nvml's mock.
+	Library NVMLLibrary
+	// CallTimeout bounds one Sample's NVML calls; default 10s.
+	CallTimeout time.Duration
+	// Rescan is how often the GPUs and MIG devices are listed again;
+	// default one minute. A failed call rescans at the next Sample.
+	Rescan time.Duration
+}
+
+// NewNVML returns a sampler; NVML is initialised on the first Sample, and
+// again after a failure of the whole library.
+func NewNVML(cfg NVMLConfig) (*NVMLSampler, error) {
+	if cfg.CallTimeout < 0 || cfg.Rescan < 0 {
+		return nil, errors.New("processes: NVML call timeout and rescan interval must not be negative")
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = cgocall.DefaultCallTimeout
+	}
+	if cfg.Rescan == 0 {
+		cfg.Rescan = time.Minute
+	}
+	lib := cfg.Library
+	if lib == nil {
+		lib = nvml.New()
+	}
+	s := &NVMLSampler{cfg: cfg, lib: lib, now: time.Now, lastSeen: map[string]uint64{}}
+	s.w = cgocall.NewWorker("nvml processes", cfg.CallTimeout, s.shutdown)
+	return s, nil
+}
+
+// Sample lists the processes of every device. A device whose calls fail
+// is left out and named in the returned error, which then comes with the
+// devices that could be read.
+func (s *NVMLSampler) Sample(ctx context.Context) ([]Device, error) {
+	var (
+		devs []Device
+		err  error
+	)
+	if werr := s.w.Do(ctx, "process sampling", func() { devs, err = s.sample() }); werr != nil {
+		return nil, werr
+	}
+	return devs, err
+}
+
+// Close stops the worker; NVML is shut down once no call is blocked.
+func (s *NVMLSampler) Close() error {
+	s.w.Close(s.cfg.CallTimeout)
+	return nil
+}
+
+func (s *NVMLSampler) shutdown() {
+	if s.inited {
+		_ = s.lib.Shutdown() // nothing to do about a failure at exit
+		s.inited = false
+	}
+}
+
+// sample runs on the worker.
+func (s *NVMLSampler) sample() ([]Device, error) {
+	if !s.inited {
+		if ret := s.lib.Init(); ret != nvml.SUCCESS {
+			if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+				return nil, fmt.Errorf("nvml init: %w: process accounting reads libnvidia-ml.so.1 beside any source; --collect.processes=off turns it off", ret)
+			}
+			return nil, fmt.Errorf("nvml init: %w", ret)
+		}
+		s.inited = true
+		s.devs = nil
+	}
+	now := s.now()
+	if s.devs == nil || now.Sub(s.scanned) >= s.cfg.Rescan {
+		devs, err := s.scan()
+		if err != nil {
+			s.devs = nil
+			if errors.Is(err, nvml.ERROR_UNINITIALIZED) || errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED) {
+				s.inited = false
+			}
+			return nil, err
+		}
+		s.devs, s.scanned = devs, now
+	}
+	out := make([]Device, 0, len(s.devs))
+	var errs []error
+	for i := range s.devs {
+		d, err := s.read(&s.devs[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, d)
+	}
+	if len(errs) > 0 {
+		s.devs = nil // a device may be gone or reconfigured: list them again
+	}
+	return out, errors.Join(errs...)
+}
+
+// scan lists the GPUs and, for GPUs in MIG mode, their MIG devices in
+// place of the GPU.
+func (s *NVMLSampler) scan() ([]nvmlDevice, error) {
+	n, ret := s.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml DeviceGetCount: %w", ret)
+	}
+	var devs []nvmlDevice
+	for i := range n {
+		h, ret := s.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml DeviceGetHandleByIndex(%d): %w", i, ret)
+		}
+		uuid, ret := h.GetUUID()
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml GPU %d GetUUID: %w", i, ret)
+		}
+		gpu := Device{GPU: i, UUID: validText(uuid), GPUInstance: -1}
+		// NOT_SUPPORTED: a GPU without MIG.
+		mode, _, ret := h.GetMigMode()
+		if ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
+			devs = append(devs, nvmlDevice{handle: h, info: gpu})
+			continue
+		}
+		migs, err := scanMIGDevices(h, gpu)
+		if err != nil {
+			return nil, err
+		}
+		devs = append(devs, migs...)
+	}
+	return devs, nil
+}
+
+// scanMIGDevices lists the MIG devices of a GPU in MIG mode.
+func scanMIGDevices(h nvml.Device, gpu Device) ([]nvmlDevice, error) {
+	n, ret := h.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml GPU %d GetMaxMigDeviceCount: %w", gpu.GPU, ret)
+	}
+	var devs []nvmlDevice
+	for j := range n {
+		m, ret := h.GetMigDeviceHandleByIndex(j)
+		if ret == nvml.ERROR_NOT_FOUND {
+			continue // an empty slot
+		}
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml GPU %d GetMigDeviceHandleByIndex(%d): %w", gpu.GPU, j, ret)
+		}
+		uuid, ret := m.GetUUID()
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml GPU %d MIG device %d GetUUID: %w", gpu.GPU, j, ret)
+		}
+		gi, ret := m.GetGpuInstanceId()
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml GPU %d MIG device %d GetGpuInstanceId: %w", gpu.GPU, j, ret)
+		}
+		d := gpu
+		d.MIGUUID, d.GPUInstance = validText(uuid), gi
+		devs = append(devs, nvmlDevice{handle: m, info: d})
+	}
+	return devs, nil
+}
+
+// listings are the three process lists of a device. A device without
+// graphics or MPS answers NOT_SUPPORTED, which is no process.
+var listings = []struct {
+	typ  ProcessType
+	name string
+	call func(nvml.Device) ([]nvml.ProcessInfo, nvml.Return)
+}{
+	{Compute, "GetComputeRunningProcesses", nvml.Device.GetComputeRunningProcesses},
+	{Graphics, "GetGraphicsRunningProcesses", nvml.Device.GetGraphicsRunningProcesses},
+	{MPS, "GetMPSComputeRunningProcesses", nvml.Device.GetMPSComputeRunningProcesses},
+}
+
+// read lists the processes of one device and their utilization since the
+// previous read.
+func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
+	d := nd.info
+	name := d.UUID
+	if d.MIGUUID != "" {
+		name = d.MIGUUID
+	}
+	for _, l := range listings {
+		infos, ret := l.call(nd.handle)
+		if ret == nvml.ERROR_NOT_SUPPORTED {
+			continue
+		}
+		if ret != nvml.SUCCESS {
+			return Device{}, fmt.Errorf("nvml %s %s: %w", name, l.name, ret)
+		}
+		for _, pi := range infos {
+			// usedGpuMemory is NVML_VALUE_NOT_AVAILABLE when the driver
+			// cannot tell (nvmlProcessInfo_t).
+			known := pi.UsedGpuMemory != ^uint64(0)
+			d.addProcess(pi.Pid, l.typ, pi.UsedGpuMemory, known)
+		}
+	}
+	samples, ret := nd.handle.GetProcessUtilization(s.lastSeen[name])
+	switch ret {
+	case nvml.SUCCESS, nvml.ERROR_INSUFFICIENT_SIZE:
+		// INSUFFICIENT_SIZE with no samples: go-nvml's size query found none.
+		d.Utilization = true
+		us := make([]UtilizationSample, 0, len(samples))
+		for _, x := range samples {
+			us = append(us, UtilizationSample{PID: x.Pid, Time: x.TimeStamp, SM: x.SmUtil, Memory: x.MemUtil, Encoder: x.EncUtil, Decoder: x.DecUtil})
+			if x.TimeStamp > s.lastSeen[name] {
+				s.lastSeen[name] = x.TimeStamp
+			}
+		}
+		d.merge(us)
+	case nvml.ERROR_NOT_FOUND:
+		// No sample since lastSeen: every process was idle
+		// (nvmlDeviceGetProcessUtilization).
+		d.Utilization = true
+	case nvml.ERROR_NOT_SUPPORTED:
+		// MIG devices and older GPUs: memory and counts only.
+	default:
+		return Device{}, fmt.Errorf("nvml %s GetProcessUtilization: %w", name, ret)
+	}
+	return d, nil
+}

@@ -1,0 +1,292 @@
+//go:build cgo && linux
+
+package processes
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// mockGPU is the state of one mocked device, in NVML's terms.
+type mockGPU struct {
+	uuid     string
+	compute  []nvml.ProcessInfo
+	graphics []nvml.ProcessInfo
+	mps      []nvml.ProcessInfo
+	// samples are the utilization samples the driver holds; the call
+	// returns those newer than its lastSeen argument, as NVML does.
+	samples []nvml.ProcessUtilizationSample
+	noUtil  bool        // GetProcessUtilization answers NOT_SUPPORTED
+	fail    nvml.Return // every listing call answers it
+	migs    []*mockGPU  // MIG devices: the GPU is in MIG mode
+	gi      int         // GPU instance id of a MIG device
+	seen    []uint64    // lastSeen arguments received
+}
+
+type mockNVML struct {
+	mu    sync.Mutex
+	gpus  []*mockGPU
+	inits int
+}
+
+func (m *mockNVML) device(g *mockGPU) *mock.Device {
+	list := func(pick func() []nvml.ProcessInfo) func() ([]nvml.ProcessInfo, nvml.Return) {
+		return func() ([]nvml.ProcessInfo, nvml.Return) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if g.fail != nvml.SUCCESS {
+				return nil, g.fail
+			}
+			return append([]nvml.ProcessInfo(nil), pick()...), nvml.SUCCESS
+		}
+	}
+	d := &mock.Device{
+		GetUUIDFunc:                       func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
+		GetComputeRunningProcessesFunc:    list(func() []nvml.ProcessInfo { return g.compute }),
+		GetGraphicsRunningProcessesFunc:   list(func() []nvml.ProcessInfo { return g.graphics }),
+		GetMPSComputeRunningProcessesFunc: list(func() []nvml.ProcessInfo { return g.mps }),
+		GetGpuInstanceIdFunc:              func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
+		GetMaxMigDeviceCountFunc:          func() (int, nvml.Return) { return len(g.migs) + 1, nvml.SUCCESS },
+		GetMigModeFunc: func() (int, int, nvml.Return) {
+			if len(g.migs) > 0 {
+				return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS
+			}
+			return 0, 0, nvml.ERROR_NOT_SUPPORTED
+		},
+		GetProcessUtilizationFunc: func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			g.seen = append(g.seen, last)
+			if g.noUtil {
+				return nil, nvml.ERROR_NOT_SUPPORTED
+			}
+			var out []nvml.ProcessUtilizationSample
+			for _, s := range g.samples {
+				if s.TimeStamp > last {
+					out = append(out, s)
+				}
+			}
+			if len(out) == 0 {
+				// "If no valid sample entries are found since the
+				// lastSeenTimeStamp, NVML_ERROR_NOT_FOUND is returned."
+				return nil, nvml.ERROR_NOT_FOUND
+			}
+			return out, nvml.SUCCESS
+		},
+	}
+	d.GetMigDeviceHandleByIndexFunc = func(j int) (nvml.Device, nvml.Return) {
+		if j >= len(g.migs) {
+			return nil, nvml.ERROR_NOT_FOUND // an empty slot
+		}
+		return m.device(g.migs[j]), nvml.SUCCESS
+	}
+	return d
+}
+
+func newMockNVML(gpus ...*mockGPU) *mockNVML {
+	return &mockNVML{gpus: gpus}
+}
+
+func (m *mockNVML) lib() *mock.Interface {
+	return &mock.Interface{
+		InitFunc:     func() nvml.Return { m.mu.Lock(); m.inits++; m.mu.Unlock(); return nvml.SUCCESS },
+		ShutdownFunc: func() nvml.Return { return nvml.SUCCESS },
+		DeviceGetCountFunc: func() (int, nvml.Return) {
+			return len(m.gpus), nvml.SUCCESS
+		},
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			return m.device(m.gpus[i]), nvml.SUCCESS
+		},
+	}
+}
+
+func newTestSampler(t *testing.T, m *mockNVML) *NVMLSampler {
+	t.Helper()
+	s, err := NewNVML(NVMLConfig{Library: m.lib()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func pinfo(pid uint32, used uint64) nvml.ProcessInfo {
+	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: used, GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
+}
+
+func TestNVMLSamplerListsAndMerges(t *testing.T) {
+	t.Parallel()
+	g := &mockGPU{
+		uuid:     "GPU-0",
+		compute:  []nvml.ProcessInfo{pinfo(10, 4<<30), pinfo(11, 1<<30)},
+		graphics: []nvml.ProcessInfo{pinfo(10, 4<<30), pinfo(12, ^uint64(0))},
+		samples: []nvml.ProcessUtilizationSample{
+			{Pid: 10, TimeStamp: 100, SmUtil: 60, MemUtil: 30, EncUtil: 1, DecUtil: 2},
+			{Pid: 10, TimeStamp: 200, SmUtil: 80, MemUtil: 40},
+			{Pid: 13, TimeStamp: 150, SmUtil: 5}, // sampled, then exited
+		},
+	}
+	s := newTestSampler(t, newMockNVML(g))
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 1 || devs[0].UUID != "GPU-0" || devs[0].GPUInstance != -1 || !devs[0].Utilization {
+		t.Fatalf("devices = %+v", devs)
+	}
+	want := map[uint32]Process{
+		10: {PID: 10, Type: Compute | Graphics, UsedBytes: 4 << 30, UsedKnown: true, SM: 70, Memory: 35, Encoder: 0.5, Decoder: 1, Sampled: true},
+		11: {PID: 11, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true},
+		12: {PID: 12, Type: Graphics, UsedBytes: ^uint64(0), UsedKnown: false},
+		13: {PID: 13, SM: 5, Sampled: true},
+	}
+	if len(devs[0].Processes) != len(want) {
+		t.Fatalf("processes = %+v", devs[0].Processes)
+	}
+	for _, p := range devs[0].Processes {
+		if p != want[p.PID] {
+			t.Errorf("process %d = %+v, want %+v", p.PID, p, want[p.PID])
+		}
+	}
+	// The next read asks for samples newer than the newest seen; none
+	// came, so every process was idle.
+	devs, err = s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.seen[0] != 0 || g.seen[1] != 200 {
+		t.Errorf("lastSeen arguments = %v, want [0 200]", g.seen)
+	}
+	for _, p := range devs[0].Processes {
+		if p.Sampled || p.SM != 0 {
+			t.Errorf("second read: process %+v has utilization without a new sample", p)
+		}
+	}
+	if !devs[0].Utilization {
+		t.Error("NOT_FOUND (no new sample) read as no per-process utilization")
+	}
+}
+
+func TestNVMLSamplerMPS(t *testing.T) {
+	t.Parallel()
+	// Under MPS the compute list holds the MPS server, the MPS list its
+	// clients.
+	g := &mockGPU{uuid: "GPU-0",
+		compute: []nvml.ProcessInfo{pinfo(5, 300<<20)},
+		mps:     []nvml.ProcessInfo{pinfo(20, 2<<30), pinfo(21, 3<<30)},
+		samples: []nvml.ProcessUtilizationSample{{Pid: 20, TimeStamp: 1, SmUtil: 40}, {Pid: 21, TimeStamp: 1, SmUtil: 10}},
+	}
+	s := newTestSampler(t, newMockNVML(g))
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint32]Process{}
+	for _, p := range devs[0].Processes {
+		got[p.PID] = p
+	}
+	if got[20].Type != MPS || got[20].UsedBytes != 2<<30 || got[20].SM != 40 || got[21].SM != 10 || got[5].Type != Compute {
+		t.Errorf("processes = %+v", devs[0].Processes)
+	}
+}
+
+func TestNVMLSamplerMIG(t *testing.T) {
+	t.Parallel()
+	g := &mockGPU{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(99, 1)}, migs: []*mockGPU{
+		{uuid: "MIG-a", gi: 1, compute: []nvml.ProcessInfo{pinfo(30, 5<<30)}, noUtil: true},
+		{uuid: "MIG-b", gi: 2, compute: []nvml.ProcessInfo{pinfo(31, 6<<30)}, noUtil: true},
+	}}
+	plain := &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(40, 1<<30)}}
+	s := newTestSampler(t, newMockNVML(g, plain))
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 3 {
+		t.Fatalf("devices = %+v; want the two MIG devices of GPU 0, then GPU 1", devs)
+	}
+	for i, w := range []struct {
+		gpu, gi  int
+		mig      string
+		pid      uint32
+		util     bool
+		parentID string
+	}{{0, 1, "MIG-a", 30, false, "GPU-0"}, {0, 2, "MIG-b", 31, false, "GPU-0"}, {1, -1, "", 40, true, "GPU-1"}} {
+		d := devs[i]
+		if d.GPU != w.gpu || d.GPUInstance != w.gi || d.MIGUUID != w.mig || d.UUID != w.parentID || d.Utilization != w.util ||
+			len(d.Processes) != 1 || d.Processes[0].PID != w.pid {
+			t.Errorf("device %d = %+v", i, d)
+		}
+	}
+}
+
+func TestNVMLSamplerDeviceFailure(t *testing.T) {
+	t.Parallel()
+	bad := &mockGPU{uuid: "GPU-0", fail: nvml.ERROR_UNKNOWN}
+	good := &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(1, 1)}}
+	m := newMockNVML(bad, good)
+	s := newTestSampler(t, m)
+	devs, err := s.Sample(context.Background())
+	if !errors.Is(err, nvml.ERROR_UNKNOWN) {
+		t.Fatalf("error = %v, want the failing device's", err)
+	}
+	if len(devs) != 1 || devs[0].UUID != "GPU-1" {
+		t.Fatalf("devices = %+v; want the readable GPU", devs)
+	}
+	m.mu.Lock()
+	bad.fail = nvml.SUCCESS
+	m.mu.Unlock()
+	devs, err = s.Sample(context.Background())
+	if err != nil || len(devs) != 2 {
+		t.Fatalf("after recovery: %+v, %v", devs, err)
+	}
+	if m.inits != 1 {
+		t.Errorf("NVML initialised %d times, want once", m.inits)
+	}
+}
+
+func TestNVMLSamplerWithoutLibrary(t *testing.T) {
+	t.Parallel()
+	lib := newMockNVML().lib()
+	lib.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	s, err := NewNVML(NVMLConfig{Library: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Sample(context.Background())
+	if !errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND) || !strings.Contains(err.Error(), "--collect.processes=off") {
+		t.Errorf("error = %v; want the missing library and how to turn accounting off", err)
+	}
+}
+
+func TestNVMLSamplerInitFailure(t *testing.T) {
+	t.Parallel()
+	m := newMockNVML(&mockGPU{uuid: "GPU-0"})
+	lib := m.lib()
+	fails := true
+	lib.InitFunc = func() nvml.Return {
+		if fails {
+			return nvml.ERROR_DRIVER_NOT_LOADED
+		}
+		return nvml.SUCCESS
+	}
+	s, err := NewNVML(NVMLConfig{Library: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Sample(context.Background()); !errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED) {
+		t.Fatalf("error = %v", err)
+	}
+	fails = false // Sample calls run one at a time on the worker, after this write
+	if devs, err := s.Sample(context.Background()); err != nil || len(devs) != 1 {
+		t.Fatalf("after the driver loaded: %+v, %v", devs, err)
+	}
+}

@@ -1,0 +1,44 @@
+package processes
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// WriteProcess writes, under the directory root, the two files a Resolver
+// reads for pid: <root>/<pid>/stat with start as its start time (field 22,
+// proc(5)) and comm as its command name, and <root>/<pid>/cgroup with
+// cgroup as its content. The simulator serves its processes this way, so
+// that the real Resolver runs in the demo and in tests.
+func WriteProcess(root string, pid uint32, comm string, start uint64, cgroup string) error {
+	dir := filepath.Join(root, strconv.FormatUint(uint64(pid), 10))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("fake procfs: %w", err)
+	}
+	// Fields 3 to 21 as a sleeping process shows them; only 22 matters.
+	stat := fmt.Sprintf("%d (%s) S 1 %d %d 0 -1 4194560 100 0 0 0 10 5 0 0 20 0 4 0 %d 1000000 100 18446744073709551615\n",
+		pid, comm, pid, pid, start)
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o600); err != nil {
+		return fmt.Errorf("fake procfs: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o600); err != nil {
+		return fmt.Errorf("fake procfs: %w", err)
+	}
+	return nil
+}
+
+// RemoveProcess removes pid's directory under root, as the kernel does when
+// the process is reaped.
+func RemoveProcess(root string, pid uint32) error {
+	if err := os.RemoveAll(filepath.Join(root, strconv.FormatUint(uint64(pid), 10))); err != nil {
+		return fmt.Errorf("fake procfs: %w", err)
+	}
+	return nil
+}
+
+// validText replaces bytes that are not UTF-8 with U+FFFD: a label value
+// that is not UTF-8 makes Prometheus reject the whole scrape.
+func validText(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

@@ -1,0 +1,132 @@
+package processes
+
+import "context"
+
+// Sampler lists, once per collection, the processes on every GPU and MIG
+// device with their memory and utilization. Implementations: NVML (beside
+// any source: NVML is present wherever the driver is) and the simulator.
+// Calls are made by one goroutine (the collector).
+type Sampler interface {
+	// Sample returns every device, GPUs by index, each followed by its MIG
+	// devices; a GPU in MIG mode lists its processes under its MIG devices
+	// only.
+	Sample(ctx context.Context) ([]Device, error)
+	// Close releases the sampler.
+	Close() error
+}
+
+// Device is the processes of one GPU or MIG device.
+type Device struct {
+	// GPU is the index and UUID the UUID of the physical GPU.
+	GPU  int
+	UUID string
+	// GPUInstance is the MIG GPU instance id and MIGUUID the MIG device's
+	// UUID; -1 and empty for a whole GPU.
+	GPUInstance int
+	MIGUUID     string
+	// Processes are the processes using the device, by PID.
+	Processes []Process
+	// Utilization is true when the device reports per-process
+	// utilization; then a process without a sample since the previous
+	// read was idle (NVML returns samples only for processes with non-zero
+	// utilization). False under MIG and on GPUs without the call.
+	Utilization bool
+}
+
+// ProcessType says how a process uses a GPU, as NVML lists it; a process
+// may be of several types.
+type ProcessType uint8
+
+// Process types.
+const (
+	Compute  ProcessType = 1 << iota // nvmlDeviceGetComputeRunningProcesses
+	Graphics                         // nvmlDeviceGetGraphicsRunningProcesses
+	MPS                              // nvmlDeviceGetMPSComputeRunningProcesses: an MPS client
+)
+
+// Process is one process on one device.
+type Process struct {
+	PID  uint32
+	Type ProcessType
+	// UsedBytes is the device memory the process uses; UsedKnown is false
+	// when the driver cannot tell (NVML_VALUE_NOT_AVAILABLE).
+	UsedBytes uint64
+	UsedKnown bool
+	// SM, Memory, Encoder and Decoder are the process's utilization of the
+	// device in percent (0-100), averaged over the samples since the
+	// previous read; 0 with Sampled false when none came.
+	SM, Memory, Encoder, Decoder float64
+	Sampled                      bool
+}
+
+// UtilizationSample is one per-process utilization sample, as
+// nvmlDeviceGetProcessUtilization returns it.
+type UtilizationSample struct {
+	PID uint32
+	// Time is the CPU timestamp of the sample, in microseconds.
+	Time                         uint64
+	SM, Memory, Encoder, Decoder uint32
+}
+
+// merge adds the utilization samples to the processes of d: per PID, the
+// mean of its samples. A PID with samples but no listing (it exited after
+// the sample) is added with unknown memory: it used the device.
+func (d *Device) merge(samples []UtilizationSample) {
+	type sum struct {
+		n                            int
+		sm, memory, encoder, decoder float64
+	}
+	if len(samples) == 0 {
+		return
+	}
+	sums := make(map[uint32]*sum, len(samples))
+	order := make([]uint32, 0, len(samples))
+	for _, s := range samples {
+		a := sums[s.PID]
+		if a == nil {
+			a = &sum{}
+			sums[s.PID] = a
+			order = append(order, s.PID)
+		}
+		a.n++
+		a.sm += float64(s.SM)
+		a.memory += float64(s.Memory)
+		a.encoder += float64(s.Encoder)
+		a.decoder += float64(s.Decoder)
+	}
+	set := func(p *Process, a *sum) {
+		n := float64(a.n)
+		p.SM, p.Memory, p.Encoder, p.Decoder = a.sm/n, a.memory/n, a.encoder/n, a.decoder/n
+		p.Sampled = true
+	}
+	for i := range d.Processes {
+		if a := sums[d.Processes[i].PID]; a != nil {
+			set(&d.Processes[i], a)
+			delete(sums, d.Processes[i].PID)
+		}
+	}
+	for _, pid := range order {
+		if a := sums[pid]; a != nil {
+			p := Process{PID: pid}
+			set(&p, a)
+			d.Processes = append(d.Processes, p)
+		}
+	}
+}
+
+// addProcess adds a listed process to d, merging it with an earlier
+// listing of the same PID (a process both compute and graphics).
+func (d *Device) addProcess(pid uint32, typ ProcessType, used uint64, known bool) {
+	for i := range d.Processes {
+		p := &d.Processes[i]
+		if p.PID != pid {
+			continue
+		}
+		p.Type |= typ
+		if known && (!p.UsedKnown || used > p.UsedBytes) {
+			p.UsedBytes, p.UsedKnown = used, true
+		}
+		return
+	}
+	d.Processes = append(d.Processes, Process{PID: pid, Type: typ, UsedBytes: used, UsedKnown: known})
+}
