@@ -51,6 +51,9 @@ const (
 	famHealth
 	famXIDWindow
 	famClockEventsWindow
+	famNVLinkUp
+	famNVSwitchInfo
+	famNVLinkPeer
 	numFamilies
 )
 
@@ -60,6 +63,7 @@ func declaredFamilies() [numFamilies]Family {
 	var d [numFamilies]Family
 	declarePrometheusFamilies(&d)
 	declareDCGMFamilies(&d)
+	declareFabricFamilies(&d)
 	return d
 }
 

@@ -158,6 +158,7 @@ func (*prometheusScheme) column(f *fields.Field, col int) column {
 // counters and the health families.
 func (*prometheusScheme) render(p *page, in Input) {
 	p.renderInfo(in)
+	p.renderFabric(in)
 	p.renderFields(in)
 	p.renderAllocations(in)
 	p.renderXIDs(in)

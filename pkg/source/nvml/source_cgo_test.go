@@ -789,17 +789,25 @@ func TestDecodeFieldValue(t *testing.T) {
 func TestPlanCoversCatalog(t *testing.T) {
 	t.Parallel()
 	// Every catalog field NVML is expected to give has a call behind it;
-	// the rest are exactly the profiling fields and the NVLink counter.
-	p := makePlan(fields.MustNew().All())
+	// the rest are exactly the profiling fields, the NVLink counter and the
+	// fabric fields NVML has no per-GPU call for.
+	all := fields.MustNew().All()
+	p := makePlan(all)
 	var dropped []uint16
 	for _, f := range p.dropped {
 		dropped = append(dropped, f.ID)
-		if !f.Profiling && f.ID != 449 {
+		if !f.Profiling && f.ID != 449 && !f.Fabric {
 			t.Errorf("field %s (%d) has no NVML call", f.DCGMName, f.ID)
 		}
 	}
-	if len(dropped) != 13 {
-		t.Errorf("dropped %v, want the 12 profiling fields and 449", dropped)
+	fabric := 0
+	for _, f := range all {
+		if f.Fabric {
+			fabric++
+		}
+	}
+	if len(dropped) != 13+fabric {
+		t.Errorf("dropped %v, want the 12 profiling fields, 449 and the %d fabric fields", dropped, fabric)
 	}
 	if p.xidCol < 0 || len(p.gi) != 1 || p.gi[0].what != "GetMemoryInfo" {
 		t.Errorf("plan: xid column %d, instance steps %+v", p.xidCol, p.gi)
