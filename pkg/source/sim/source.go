@@ -149,6 +149,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		}
 	}
 	smp.XIDs = s.xidEvents(seg, t)
+	smp.LinkStates = s.scn.linkStates(seg, t)
 	if !s.read || t > s.lastRead {
 		s.lastRead, s.read = t, true
 	}
