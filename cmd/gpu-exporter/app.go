@@ -117,6 +117,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 		DCGMMode: a.o.dcgmMode, DCGMRemoteAddress: a.o.dcgmRemoteAddress,
 		Scenario: a.o.scenario, SimKubelet: a.o.k8sEnabled != "false",
 	}
+	cfg.FabricInterval = a.o.nvlinkInterval
 	if a.flagSet("kubernetes.pod-resources-socket") {
 		cfg.SimKubeletSocket = a.o.k8sSocket
 	}

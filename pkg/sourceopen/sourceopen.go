@@ -31,6 +31,9 @@ type Config struct {
 	// Interval is the collection interval (DCGM's watch period);
 	// CollectTimeout bounds one collection, and so each DCGM or NVML call.
 	Interval, CollectTimeout time.Duration
+	// FabricInterval is the watch period of the NVLink, NVSwitch and
+	// fabric manager fields (DCGM); 0 is Interval.
+	FabricInterval time.Duration
 	// GPUs selects GPU indices; empty is every GPU.
 	GPUs []int
 
@@ -108,6 +111,7 @@ func (o *Opened) openDCGM(cfg Config, logger *slog.Logger) error {
 	src, err := dcgm.New(dcgm.Config{
 		Mode: cfg.DCGMMode, RemoteAddress: cfg.DCGMRemoteAddress,
 		Interval: cfg.Interval, CallTimeout: callTimeout(cfg), Health: true, GPUs: cfg.GPUs,
+		FabricInterval: cfg.FabricInterval,
 	}, logger)
 	if err != nil {
 		return fmt.Errorf("--source=dcgm: %w", err)
