@@ -31,10 +31,9 @@ func (bd *board) fabric(o Options, m string) {
 		queries:     []query{{expr: perLink("gpu_nvlink_transmit_bytes_total") + ` + ` + perLink("gpu_nvlink_receive_bytes_total"), legend: legendLink}}},
 		"1e9")
 	bd.timeseries(panel{title: "NVLink errors, worst links", unit: unitPerSecond,
-		description: "The ten links with the highest rate of CRC (flit and data), replay and recovery errors. GPUNVLinkErrorsRising fires when a link keeps erring.",
+		description: "The ten links with the highest rate of CRC (flit and data), replay and recovery errors over 5 minutes (link:gpu_nvlink_errors:rate5m). GPUNVLinkErrorsRising fires when a link keeps erring.",
 		queries: []query{{
-			expr: `topk(10, ` + perLink("gpu_nvlink_crc_flit_errors_total") + ` + ` + perLink("gpu_nvlink_crc_data_errors_total") +
-				` + ` + perLink("gpu_nvlink_replay_errors_total") + ` + ` + perLink("gpu_nvlink_recovery_errors_total") + `)`,
+			expr:   `topk(10, sum by (node, gpu, link) (link:gpu_nvlink_errors:rate5m{` + m + `}))`,
 			legend: legendLink,
 		}}})
 	// Each fabric field of a GPU, summed over its links by DCGM.
