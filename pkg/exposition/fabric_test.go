@@ -64,6 +64,9 @@ func TestFabricSeries(t *testing.T) {
 				"namespace": "ml", "pod": "train", "container": "main"}, 7},
 			{"nvswitch_temperature_celsius", map[string]string{"nvswitch": "2"}, 7},
 			{"nvswitch_link_status", map[string]string{"nvswitch": "2", "link": "7"}, 7},
+			// One allocation for the GPU, none for its held links.
+			{"gpu_pod_allocation_info", map[string]string{"gpu": "0", "uuid": "GPU-a", "device": "nvidia0", "model": "H100",
+				"namespace": "ml", "pod": "train", "container": "main", "shared": "false"}, 1},
 		}, nil},
 		{NamingDCGM, []series{
 			{"DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_TOTAL", map[string]string{"nvlink": "1", "gpu": "0", "gpu_uuid": "GPU-a", "pci_bus_id": "00000000:18:00.0",
@@ -97,6 +100,9 @@ func TestFabricSeries(t *testing.T) {
 				if !found {
 					t.Errorf("no series %s%v", w.family, w.labels)
 				}
+			}
+			if n := len(fams["gpu_pod_allocation_info"].GetMetric()); tc.naming == NamingPrometheus && n != 1 {
+				t.Errorf("%d gpu_pod_allocation_info series, want 1 (the GPU's, not its links')", n)
 			}
 			for _, name := range tc.absent {
 				if _, ok := fams[name]; ok {

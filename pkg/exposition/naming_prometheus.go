@@ -197,7 +197,9 @@ func (p *page) renderInfo(in Input) {
 func (p *page) renderAllocations(in Input) {
 	fam := p.family(famAllocation)
 	for i, t := range in.Targets {
-		if t.Holder == nil {
+		// A GPU's links are held with it, but allocations are of GPUs and
+		// MIG instances: one series each.
+		if k := in.Sample.Inventory.Entities[t.Entity].Kind; t.Holder == nil || k != source.GPU && k != source.GPUInstance {
 			continue
 		}
 		shared := "false"
