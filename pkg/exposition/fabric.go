@@ -18,12 +18,12 @@ func declareFabricFamilies(d *[numFamilies]Family) {
 	}
 	d[famNVSwitchInfo] = Family{
 		Name: "nvswitch_info", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help:   "Static facts about an NVSwitch; always 1.",
+		Help:   "Static facts about an NVSwitch (uuid empty where the source does not give it); always 1.",
 		Labels: []string{"nvswitch", "uuid", "pci_bus_id"},
 	}
 	d[famNVLinkPeer] = Family{
 		Name: "gpu_nvlink_peer_info", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help:   "The far end of an NVLink of the GPU: peer_type \"gpu\" (peer is the GPU index) or \"nvswitch\" (peer is the switch id); always 1. Links whose peer the source cannot tell have no series.",
+		Help:   "The far end of an NVLink of the GPU: peer_type \"gpu\" (peer is the GPU index) or \"nvswitch\" (peer is the switch id; the NVML source, which has no switch ids, gives its PCI bus id); always 1. Links whose peer the source cannot tell have no series.",
 		Labels: []string{"gpu", "link", "peer_type", "peer"},
 	}
 }
