@@ -208,3 +208,22 @@ func TestSwitchDisappears(t *testing.T) {
 		t.Errorf("switch 1 temperature %+v after switch 0 left, want 51", v)
 	}
 }
+
+// DCGM's NVLink health watch (DCGM_HEALTH_WATCH_NVLINK) reaches the
+// collector as subsystem "nvlink", the gpu_health_status label value.
+func TestNVLinkHealth(t *testing.T) {
+	cfg := fabricConfig()
+	cfg.Health = true
+	state := fabricNode()
+	state.Health = []fakedcgm.HealthIncident{{GPU: 1, System: fakedcgm.HealthNVLink, Result: fakedcgm.ResultFail, Code: 14, Message: "link 1 down"}}
+	h := start(t, state, cfg)
+	h.watch("DCGM_FI_DEV_GPU_TEMP")
+	got, err := h.src.HealthIncidents(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []source.HealthIncident{{GPU: 1, UUID: uuid1, Subsystem: "nvlink", Status: source.HealthFail, Code: 14, Message: "link 1 down"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("incidents %+v, want %+v", got, want)
+	}
+}
