@@ -151,7 +151,7 @@ func (o *Opened) openSim(ctx context.Context, cfg Config, logger *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("--sim.scenario: %w", err)
 	}
-	src := sim.New(scn)
+	src := sim.New(scn, sim.WithFabricInterval(cfg.FabricInterval))
 	o.Source = src
 	o.cleanup = append(o.cleanup, func() { _ = src.Close() })
 	if !cfg.SimKubelet {

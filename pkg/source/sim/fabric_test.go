@@ -152,3 +152,62 @@ faults:
 		}
 	}
 }
+
+// With a fabric interval the links' and switches' values, the fabric
+// fields of GPUs and the link states change only at its multiples; the
+// other GPU fields change on every read.
+func TestFabricInterval(t *testing.T) {
+	t.Parallel()
+	cat := fields.MustNew()
+	var set []fields.Field
+	for _, id := range []uint16{155, 843, 409} { // power, NVLink bytes sent, CRC flit errors
+		f, _ := cat.ByID(id)
+		set = append(set, f)
+	}
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var now time.Time
+	src := New(builtin(t, "hgx"), WithStart(start), WithClock(func() time.Time { return now }), WithFabricInterval(30*time.Second))
+	if err := src.Watch(t.Context(), set); err != nil {
+		t.Fatal(err)
+	}
+	read := func(at time.Duration) *source.Sample {
+		t.Helper()
+		now = start.Add(at)
+		s, err := src.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	row := func(s *source.Sample, key string) int {
+		for i := range s.Inventory.Entities {
+			if s.Inventory.Entities[i].Key() == key {
+				return i
+			}
+		}
+		t.Fatalf("no %s", key)
+		return -1
+	}
+	a, b, c := read(31*time.Second), read(59*time.Second), read(61*time.Second)
+	link := row(a, "link:3:7")
+	cases := []struct {
+		what       string
+		e, col     int
+		same, next bool // equal from 31s to 59s; equal from 59s to 61s
+	}{
+		{"GPU power", row(a, "gpu:0"), 0, false, false},
+		{"GPU NVLink bytes (a fabric field)", row(a, "gpu:3"), 1, true, false},
+		{"link CRC errors", link, 2, true, false},
+	}
+	for _, tc := range cases {
+		if got := a.At(tc.e, tc.col) == b.At(tc.e, tc.col); got != tc.same {
+			t.Errorf("%s: 31s %+v, 59s %+v; want equal %v", tc.what, a.At(tc.e, tc.col), b.At(tc.e, tc.col), tc.same)
+		}
+		if got := b.At(tc.e, tc.col) == c.At(tc.e, tc.col); got != tc.next {
+			t.Errorf("%s: 59s %+v, 61s %+v; want equal %v", tc.what, b.At(tc.e, tc.col), c.At(tc.e, tc.col), tc.next)
+		}
+	}
+	if b.LinkState(link) != source.LinkUp || c.LinkState(link) != source.LinkDown {
+		t.Errorf("link 3:7 state %d at 59s, %d at 61s; want up, then down at the 60s update", b.LinkState(link), c.LinkState(link))
+	}
+}
