@@ -125,7 +125,7 @@ func NodeDetail(o Options) (dashboard.Dashboard, error) {
 	}
 	var other []fields.Field
 	for _, f := range defaults {
-		if !placed[f.Name] {
+		if !placed[f.Name] && !f.Fabric { // fabric fields have a row of their own
 			other = append(other, f)
 		}
 	}
@@ -135,6 +135,8 @@ func NodeDetail(o Options) (dashboard.Dashboard, error) {
 			bd.timeseries(fieldPanel(o, f, m))
 		}
 	}
+
+	bd.fabric(o, m)
 
 	bd.collapsedRow("MIG instances")
 	bd.table(panel{title: "MIG instances", unit: unitCount,

@@ -136,6 +136,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 	if exposition.ExportsProcesses(a.o.namingMode) {
 		cfg.Processes, cfg.Procfs = a.o.processMode, a.o.procfs
 	}
+	cfg.FabricInterval = a.o.nvlinkInterval
 	if a.flagSet("kubernetes.pod-resources-socket") {
 		cfg.SimKubeletSocket = a.o.k8sSocket
 	}

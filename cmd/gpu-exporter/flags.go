@@ -40,6 +40,8 @@ type options struct {
 	processes   string // --collect.processes
 	procfs      string // --path.procfs
 
+	nvlinkInterval time.Duration // --collect.nvlink-interval
+
 	naming            string
 	hostnameLabel     string
 	oldNamespace      bool
@@ -109,13 +111,14 @@ func newFlagSet(o *options) *pflag.FlagSet {
 
 	fs.StringVar(&o.source, "source", "auto", "GPU data source: auto (DCGM, else NVML), dcgm, nvml or sim (built-in simulator).")
 	fs.DurationVar(&o.interval, "collect.interval", 10*time.Second, "Time between two collections from the GPU source (at least 100ms).")
+	fs.DurationVar(&o.nvlinkInterval, "collect.nvlink-interval", 30*time.Second, "Time between two updates of the NVLink, NVSwitch and fabric manager fields (DCGM watches them in a field group of their own), at least 100ms; links multiply series, so they are sampled less often than the GPUs.")
 	fs.DurationVar(&o.timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed, at most the collect interval (0: the collect interval).")
 	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
 	fs.StringVar(&o.gpus, "collect.gpus", "", "GPU indices to export, comma-separated, with ranges (0,2-3); their MIG instances come with them (empty: every GPU).")
 	fs.StringVar(&o.processes, "collect.processes", "container", "Per-process GPU accounting for shared GPUs (time-slicing, MPS): container (gpu_container_* per pod and container), process (also gpu_process_* per PID) or off. Needs the host's PIDs: hostPID and --path.procfs; Prometheus naming only.")
 	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mountpoint where process accounting reads the cgroup and stat files of GPU processes: the host's /proc (with hostPID, the container's /proc is the host's).")
-	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, hpc, scale-64) or a YAML file path.")
+	fs.StringVar(&o.scenario, "sim.scenario", "demo", "Simulator scenario: a built-in name (demo, mig, timeslicing, churn, faults, hpc, hgx, scale-64) or a YAML file path.")
 
 	fs.StringVar(&o.naming, "naming", "prometheus", "Series names, units and labels: prometheus (gpu_* names in base units) or dcgm (dcgm-exporter's DCGM_FI_* names, DCGM units and labels, for existing dashboards and alerts).")
 	fs.StringVar(&o.hostnameLabel, "naming.hostname-label", exposition.HostnameLabel, "With --naming=dcgm: name of the hostname label, Hostname (dcgm-exporter up to 4.x) or hostname (later releases), or none to leave it out. Its value is $NODE_NAME, else the host name.")

@@ -35,6 +35,7 @@ func flagChecks() map[string]flagCheck {
 		"source":                              {bad: "cuda", want: "unknown source"},
 		"collect.interval":                    {bad: "99ms", want: "must be at least 100ms"},
 		"collect.timeout":                     {bad: "-1s", want: "must not be negative"},
+		"collect.nvlink-interval":             {bad: "10ms", want: "--collect.nvlink-interval must be at least 100ms"},
 		"collect.counters":                    {free: "read at start: must be a regular file (TestConfigFilesMustBeRegular) that parses"},
 		"collect.max-series":                  {bad: "-1", want: "must not be negative"},
 		"collect.gpus":                        {bad: "0-x", want: "is not a GPU index or range"},

@@ -131,6 +131,9 @@ func (o *options) validateCollect(*pflag.FlagSet) error {
 	if o.interval < minInterval {
 		return fmt.Errorf("--collect.interval must be at least %s, got %s", minInterval, o.interval)
 	}
+	if o.nvlinkInterval < minInterval {
+		return fmt.Errorf("--collect.nvlink-interval must be at least %s, got %s", minInterval, o.nvlinkInterval)
+	}
 	if o.timeout < 0 {
 		return fmt.Errorf("--collect.timeout must not be negative, got %s", o.timeout)
 	}

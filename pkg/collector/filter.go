@@ -3,7 +3,7 @@ package collector
 import "github.com/gpu-exporter/gpu-exporter/pkg/source"
 
 // gpuFilter keeps the entities of selected GPUs: the GPUs, their MIG
-// instances and their links. NVSwitches are kept. It works on any source;
+// instances and their links. NVSwitches and their ports are kept. It works on any source;
 // the DCGM source is also told the selection so that it watches nothing
 // else.
 type gpuFilter struct {
@@ -39,6 +39,12 @@ func (f *gpuFilter) apply(s *source.Sample) *source.Sample {
 	for i, r := range f.rows {
 		copy(out.Values[i*n:(i+1)*n], s.Values[r*n:(r+1)*n])
 	}
+	if s.LinkStates != nil {
+		out.LinkStates = make([]source.LinkState, len(f.rows))
+		for i, r := range f.rows {
+			out.LinkStates[i] = s.LinkState(r)
+		}
+	}
 	for _, ev := range s.XIDs {
 		if ev.Entity >= 0 && ev.Entity < len(f.row) && f.row[ev.Entity] >= 0 {
 			ev.Entity = f.row[ev.Entity]
@@ -55,7 +61,7 @@ func (f *gpuFilter) choose(inv *source.Inventory) {
 	for i := range inv.Entities {
 		e := &inv.Entities[i]
 		f.row[i] = -1
-		if e.Kind != source.NVSwitch && !f.keep[e.GPU] {
+		if e.Kind != source.NVSwitch && e.Parent != source.NVSwitch && !f.keep[e.GPU] {
 			continue
 		}
 		f.row[i] = len(sel.Entities)

@@ -217,6 +217,22 @@ func TestDoctorChecks(t *testing.T) {
 	badHash := write(t, dir, "badhash.yml", "basic_auth_users:\n  alice: not-a-bcrypt-hash\n")
 	plain := write(t, dir, "plain.yml", "http_server_config:\n  http2: true\n")
 	notSocket := write(t, dir, "plain-file", "")
+	defaults := fields.MustNew().Defaults()
+	fabricIDs, gpuFabric := map[uint16]bool{}, 0 // fabric fields; those a GPU carries
+	for _, f := range defaults {
+		if f.Fabric {
+			fabricIDs[f.ID] = true
+			if f.Levels.Has(fields.LevelGPU) {
+				gpuFabric++
+			}
+		}
+	}
+	withLink := func(inv *source.Inventory) *source.Inventory {
+		link := inv.Entities[0]
+		link.Kind, link.Link = source.NVLink, 0
+		inv.Entities = append(inv.Entities, link)
+		return inv
+	}
 
 	cases := []struct {
 		name string
@@ -298,7 +314,7 @@ func TestDoctorChecks(t *testing.T) {
 			name:   "first samples not there yet",
 			src:    &fakeSource{inv: oneGPU(), blankReads: 2},
 			edit:   func(c *Config) { c.Settle = 2 * time.Second },
-			checks: []check{{CheckFields, OK, []string{"all 42 fields return values", "read 3 times"}}},
+			checks: []check{{CheckFields, OK, []string{fmt.Sprintf("all %d fields return values", len(defaults)), "read 3 times"}}},
 		},
 		{
 			name:   "first samples not there within the settle time",
@@ -306,6 +322,18 @@ func TestDoctorChecks(t *testing.T) {
 			edit:   func(c *Config) { c.Settle = 300 * time.Millisecond },
 			checks: []check{{CheckFields, Fail, []string{"no value for any", "read "}}},
 			failed: true,
+		},
+		{
+			// A node without NVLink: the fabric fields are blank, as expected.
+			name:   "fabric fields blank without nvlink",
+			src:    &fakeSource{inv: oneGPU(), blank: fabricIDs},
+			checks: []check{{CheckFields, OK, []string{fmt.Sprintf("all %d fields return values", len(defaults)-gpuFabric), fmt.Sprintf("%d fabric fields blank", gpuFabric)}}},
+		},
+		{
+			// With an NVLink fabric, blank fabric fields are worth a warning.
+			name:   "fabric fields blank with nvlink",
+			src:    &fakeSource{inv: withLink(oneGPU()), blank: fabricIDs},
+			checks: []check{{CheckFields, Warn, []string{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"}}},
 		},
 		{
 			name: "profiling fields blank, no CAP_SYS_ADMIN",
@@ -417,7 +445,7 @@ func TestDoctorChecks(t *testing.T) {
 		{
 			name:   "counters file with an unknown field",
 			edit:   func(c *Config) { c.CountersFile = bad },
-			checks: []check{{CheckCounters, Fail, []string{"bad.csv:2", "DCGM_FI_NO_SUCH_FIELD"}}, {CheckFields, OK, []string{"all 42 fields"}}},
+			checks: []check{{CheckCounters, Fail, []string{"bad.csv:2", "DCGM_FI_NO_SUCH_FIELD"}}, {CheckFields, OK, []string{fmt.Sprintf("all %d fields", len(defaults))}}},
 			failed: true,
 		},
 		{

@@ -9,7 +9,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 )
 
-var benchScenarios = []string{"demo", "scale-64"}
+var benchScenarios = []string{"demo", "hgx", "scale-64"}
 
 func benchInput(b *testing.B, scenario string) exposition.Input {
 	b.Helper()
@@ -95,5 +95,26 @@ func BenchmarkRender(b *testing.B) {
 			b.ReportMetric(float64(series), "series")
 		})
 		b.Run(scn+"/baseline", func(b *testing.B) { benchBaseline(b, in) })
+	}
+}
+
+// BenchmarkFabricCost measures what an NVLink fabric adds to a node's page:
+// the demo node (8 GPUs, no NVLink) and the hgx node (8 GPUs, 4 NVSwitches,
+// 18 links per GPU) rendered in the same run, with their page sizes (text,
+// gzip) and series counts. Compare hgx with demo for the fabric's share.
+func BenchmarkFabricCost(b *testing.B) {
+	for _, scn := range []string{"demo", "hgx"} {
+		in := benchInput(b, scn)
+		b.Run(scn, func(b *testing.B) {
+			r := exposition.NewRenderer(exposition.Options{})
+			page := r.Render(in)
+			b.ReportAllocs()
+			for b.Loop() {
+				page = r.Render(in)
+			}
+			b.ReportMetric(float64(page.Series), "series")
+			b.ReportMetric(float64(len(page.Text)), "page_bytes")
+			b.ReportMetric(float64(len(page.TextGzip())), "gzip_bytes")
+		})
 	}
 }

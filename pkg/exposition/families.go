@@ -30,7 +30,8 @@ type Family struct {
 const (
 	// EntityLabels stands for the labels identifying the series' entity in
 	// its naming: in Prometheus naming gpu, uuid, device, model, then
-	// gpu_instance and mig_profile (MIG instance), link (NVLink) or nvswitch.
+	// gpu_instance and mig_profile (MIG instance) or link (a GPU's NVLink);
+	// an NVSwitch has nvswitch alone, a switch port nvswitch and link.
 	EntityLabels = "<entity>"
 	// HolderLabels stands for the labels of the container holding the
 	// entity, when one does: namespace, pod, container and, with the pod
@@ -57,6 +58,9 @@ const (
 	famContainerProcesses
 	famProcessUtilization
 	famProcessMemory
+	famNVLinkUp
+	famNVSwitchInfo
+	famNVLinkPeer
 	numFamilies
 )
 
@@ -66,6 +70,7 @@ func declaredFamilies() [numFamilies]Family {
 	var d [numFamilies]Family
 	declarePrometheusFamilies(&d)
 	declareDCGMFamilies(&d)
+	declareFabricFamilies(&d)
 	return d
 }
 

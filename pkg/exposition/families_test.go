@@ -24,7 +24,13 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 	}
 	inv.Entities = append(inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 0, UUID: "GPU-a", Device: "nvidia0",
 		Model: "NVIDIA A100", GPUInstance: 1, ComputeInstance: -1, MIGProfile: "3g.40gb", MIGUUID: "MIG-x"})
+	inv.Entities = append(inv.Entities,
+		source.Entity{Kind: source.NVLink, GPU: 1, UUID: "GPU-b", Device: "nvidia1", Model: "NVIDIA A100", Link: 3, PeerType: source.PeerNVSwitch, Peer: "0"},
+		source.Entity{Kind: source.NVSwitch, GPU: -1, ID: 0, UUID: "SWX-0", PCIBusID: "00000000:05:00.0"},
+		source.Entity{Kind: source.NVLink, Parent: source.NVSwitch, GPU: -1, ID: 0, Link: 9, PeerType: source.PeerGPU, Peer: "1"})
 	s := source.NewSample(testTime, inv, set)
+	s.LinkStates = make([]source.LinkState, len(inv.Entities))
+	s.LinkStates[3] = source.LinkUp
 	for e := range inv.Entities {
 		for c := range set {
 			s.Set(e, c, source.IntValue(int64(0x44+c)))
@@ -34,7 +40,7 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 	holder := &Holder{Namespace: "ml", Pod: "train", Container: "main", PodUID: "uid-1", Labels: []Label{{Name: "label_team", Value: "a"}}}
 	return Input{
 		Sample:  s,
-		Targets: []Target{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}}},
+		Targets: []Target{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}}, {Entity: 3, Holder: holder}, {Entity: 4}, {Entity: 5}},
 		Lost:    []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
 		Health:  []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
 		Containers: []ContainerUsage{

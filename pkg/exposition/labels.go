@@ -8,6 +8,14 @@ import (
 
 // entityLabels appends the identifying labels of e, then the holder's.
 func entityLabels(b []byte, e *source.Entity, h *Holder) []byte {
+	if e.Kind == source.NVSwitch || e.Kind == source.NVLink && e.Parent == source.NVSwitch {
+		// A switch and its ports belong to no GPU and no pod.
+		b = appendLabel(b, true, "nvswitch", strconv.Itoa(e.ID))
+		if e.Kind == source.NVLink {
+			b = appendLabel(b, false, "link", strconv.Itoa(e.Link))
+		}
+		return b
+	}
 	b = appendLabel(b, true, "gpu", strconv.Itoa(e.GPU))
 	b = appendLabel(b, false, "uuid", e.UUID)
 	b = appendLabel(b, false, "device", e.Device)

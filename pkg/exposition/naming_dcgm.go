@@ -137,6 +137,13 @@ func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Target, labelCols []int
 			b = appendLabel(b, true, "nvswitch", "nvswitch"+strconv.Itoa(e.ID))
 		case source.NVLink:
 			b = appendLabel(b, true, "nvlink", strconv.Itoa(e.Link))
+			if e.Parent == source.NVSwitch {
+				// dcgm-exporter's link template: nvlink, then nvswitch
+				// ("nvswitch<id>") for a switch port (internal/pkg/
+				// rendermetrics linkMetricsFormat, collector toSwitchMetric).
+				b = appendLabel(b, false, "nvswitch", "nvswitch"+strconv.Itoa(e.ID))
+				break
+			}
 			b = appendLabel(b, false, "gpu", strconv.Itoa(e.GPU))
 			b = appendLabel(b, false, "gpu_uuid", e.UUID)
 			b = appendLabel(b, false, "pci_bus_id", e.PCIBusID)

@@ -159,6 +159,7 @@ func (*prometheusScheme) column(f *fields.Field, col int) column {
 // counters and the health families.
 func (*prometheusScheme) render(p *page, in Input) {
 	p.renderInfo(in)
+	p.renderFabric(in)
 	p.renderFields(in)
 	p.renderAllocations(in)
 	p.renderXIDs(in)
@@ -198,7 +199,9 @@ func (p *page) renderInfo(in Input) {
 func (p *page) renderAllocations(in Input) {
 	fam := p.family(famAllocation)
 	for i, t := range in.Targets {
-		if t.Holder == nil {
+		// A GPU's links are held with it, but allocations are of GPUs and
+		// MIG instances: one series each.
+		if k := in.Sample.Inventory.Entities[t.Entity].Kind; t.Holder == nil || k != source.GPU && k != source.GPUInstance {
 			continue
 		}
 		shared := "false"

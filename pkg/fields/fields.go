@@ -108,6 +108,11 @@ type Field struct {
 	Profiling bool
 	// Default marks fields in the built-in counters set.
 	Default bool
+	// Fabric marks NVLink, NVSwitch and fabric manager fields. Sources read
+	// them on the fabric's own interval (--collect.nvlink-interval), in a
+	// watch of their own, since links multiply their series; nodes without
+	// an NVLink fabric leave them blank.
+	Fabric bool
 	// Kind says how values become series.
 	Kind Kind
 	// Reasons name the bits of a Bitmask field, in exposition order.

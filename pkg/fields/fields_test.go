@@ -16,8 +16,10 @@ func TestCatalogIsConsistent(t *testing.T) {
 	}
 	for _, f := range c.All() {
 		t.Run(f.DCGMName, func(t *testing.T) {
-			if !validName.MatchString(f.Name) || !strings.HasPrefix(f.Name, "gpu_") {
-				t.Errorf("exported name %q is not a gpu_ Prometheus name", f.Name)
+			// NVSwitch fields, and those of its ports, belong to no GPU.
+			switchOnly := !f.Levels.Has(LevelGPU|LevelGPUInstance) && strings.HasPrefix(f.Name, "nvswitch_")
+			if !validName.MatchString(f.Name) || !strings.HasPrefix(f.Name, "gpu_") && !switchOnly {
+				t.Errorf("exported name %q is not a gpu_ (or, NVSwitch only, nvswitch_) Prometheus name", f.Name)
 			}
 			if !strings.HasPrefix(f.DCGMName, "DCGM_FI_") {
 				t.Errorf("DCGM name %q lacks DCGM_FI_ prefix", f.DCGMName)

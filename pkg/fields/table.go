@@ -150,6 +150,61 @@ func table() []Field {
 			// gives in KiB.
 			DCGMHelp: "NVLink data counter for all lanes, as DCGM reports it (KiB).",
 			Help:     "NVLink payload data sent and received over all links, in bytes.", Levels: gpuOnly | LevelNVLink, DCGMDefault: true},
+		// Per-link traffic: DCGM reads these with the same NVML throughput
+		// counters as DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, one direction each
+		// (DcgmCacheManager ReadAndCacheNvLinkBandwidth, DcgmcmDirectionTx/Rx),
+		// so in KiB. On a link entity (dcgm_structs.h dcgm_link_t) the value
+		// is the link's own.
+		{ID: 843, DCGMName: "DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_TOTAL", Name: "gpu_nvlink_transmit_bytes_total", Type: Counter, DCGMType: Counter, Scale: kibibytes, Unit: "bytes",
+			DCGMHelp: "NVLink data transmitted, as DCGM reports it (KiB).",
+			Help:     "NVLink payload data transmitted, in bytes; per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+		{ID: 897, DCGMName: "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_TOTAL", Name: "gpu_nvlink_receive_bytes_total", Type: Counter, DCGMType: Counter, Scale: kibibytes, Unit: "bytes",
+			DCGMHelp: "NVLink data received, as DCGM reports it (KiB).",
+			Help:     "NVLink payload data received, in bytes; per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+		// Error counters: dcgm-exporter's counters files name them
+		// DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL (ids 409/419/429/439,
+		// dcgm_fields.h DCGM_FI_DEV_NVLINK_*_ERROR_TOTAL).
+		{ID: 409, DCGMName: "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", Name: "gpu_nvlink_crc_flit_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+			Help: "NVLink flow-control (flit) CRC errors; per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+		{ID: 419, DCGMName: "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", Name: "gpu_nvlink_crc_data_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+			Help: "NVLink data CRC errors; per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+		{ID: 429, DCGMName: "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", Name: "gpu_nvlink_replay_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+			Help: "NVLink replays (retransmissions); per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+		{ID: 439, DCGMName: "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", Name: "gpu_nvlink_recovery_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+			Help: "NVLink recoveries (link retraining); per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+
+		// Fabric manager (dcgm_fields.h 170/171; the status is a
+		// dcgmFabricManagerStatus_t of dcgm_structs.h).
+		{ID: 170, DCGMName: "DCGM_FI_DEV_FABRIC_MANAGER_STATUS", Name: "gpu_fabric_manager_status", Type: Gauge, DCGMType: Gauge, Scale: one,
+			Help:   "Fabric manager state for the GPU: 0 not supported, 1 not started, 2 in progress, 3 success, 4 failure, 5 unrecognized, 6 NVML too old.",
+			Levels: gpuOnly, Default: true, Fabric: true},
+		{ID: 171, DCGMName: "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE", Name: "gpu_fabric_manager_error_code", Type: Gauge, DCGMType: Gauge, Scale: one,
+			Help: "Error the fabric manager reported for the GPU when it finished starting (0: none).", Levels: gpuOnly, Default: true, Fabric: true},
+
+		// NVSwitch (dcgm_fields.h 856-870; DCGM's field table gives 858,
+		// 861 and 862 the switch level and 780-783 and 870 the link level).
+		{ID: 858, DCGMName: "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS", Name: "nvswitch_temperature_celsius", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "celsius",
+			Help: "NVSwitch temperature in degrees Celsius.", Levels: LevelNVSwitch, Default: true, Fabric: true},
+		// DCGM's field table gives the switch throughput no unit; NSCQ
+		// counts bytes.
+		{ID: 861, DCGMName: "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", Name: "nvswitch_transmit_bytes_total", Type: Counter, DCGMType: Counter, Scale: one, Unit: "bytes",
+			Help: "Data the NVSwitch transmitted, in bytes.", Levels: LevelNVSwitch, Default: true, Fabric: true},
+		{ID: 862, DCGMName: "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_RX", Name: "nvswitch_receive_bytes_total", Type: Counter, DCGMType: Counter, Scale: one, Unit: "bytes",
+			Help: "Data the NVSwitch received, in bytes.", Levels: LevelNVSwitch, Default: true, Fabric: true},
+		{ID: 856, DCGMName: "DCGM_FI_DEV_SXID_FATAL_ERROR", Name: "nvswitch_fatal_error_last_sxid", Type: Gauge, DCGMType: Gauge, Scale: one,
+			Help: "SXid of the last fatal error the NVSwitch reported (0: none).", Levels: LevelNVSwitch, Default: true, Fabric: true},
+		{ID: 857, DCGMName: "DCGM_FI_DEV_SXID_NON_FATAL_ERROR", Name: "nvswitch_non_fatal_error_last_sxid", Type: Gauge, DCGMType: Gauge, Scale: one,
+			Help: "SXid of the last non-fatal error the NVSwitch reported (0: none).", Levels: LevelNVSwitch, Default: true, Fabric: true},
+		{ID: 782, DCGMName: "DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS", Name: "nvswitch_link_fatal_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+			Help: "Fatal errors on an NVSwitch port.", Levels: LevelNVLink, Default: true, Fabric: true},
+		{ID: 783, DCGMName: "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS", Name: "nvswitch_link_non_fatal_errors_total", Type: Counter, DCGMType: Counter, Scale: one,
+			Help: "Non-fatal errors on an NVSwitch port.", Levels: LevelNVLink, Default: true, Fabric: true},
+		{ID: 780, DCGMName: "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX", Name: "nvswitch_link_transmit_bytes_total", Type: Counter, DCGMType: Counter, Scale: one, Unit: "bytes",
+			Help: "Data an NVSwitch port transmitted, in bytes.", Levels: LevelNVLink, Default: true, Fabric: true},
+		{ID: 781, DCGMName: "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX", Name: "nvswitch_link_receive_bytes_total", Type: Counter, DCGMType: Counter, Scale: one, Unit: "bytes",
+			Help: "Data an NVSwitch port received, in bytes.", Levels: LevelNVLink, Default: true, Fabric: true},
+		{ID: 870, DCGMName: "DCGM_FI_DEV_NVSWITCH_LINK_STATUS", Name: "nvswitch_link_status", Type: Gauge, DCGMType: Gauge, Scale: one,
+			Help: "State of an NVSwitch port: -1 unknown, 0 off, 1 safe, 2 active, 3 error.", Levels: LevelNVLink, Default: true, Fabric: true},
 
 		// Profiling (DCP) fields.
 		{ID: 1001, DCGMName: "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Name: "gpu_graphics_engine_active_ratio", Type: Gauge, DCGMType: Gauge, Scale: one, Unit: "ratio",

@@ -19,7 +19,12 @@ func dcgmUnits() map[uint16]string {
 		250: "MiB", 251: "MiB", 252: "MiB", 253: "MiB", // "in MB": NVML bytes / 2^20
 		310: "count", 311: "count", 312: "count", 313: "count",
 		390: "count", 391: "count", 392: "count", 393: "count", 394: "count", 395: "bool", 396: "bool",
-		449:  "KiB", // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, "in KiB"
+		449: "KiB",             // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, "in KiB"
+		843: "KiB", 897: "KiB", // the same NVML counters, one direction each
+		409: "count", 419: "count", 429: "count", 439: "count",
+		170: "code", 171: "code",
+		858: "C", 861: "B", 862: "B", 856: "code", 857: "code", // 861/862: no unit in DCGM's table; NSCQ counts bytes
+		780: "B", 781: "B", 782: "count", 783: "count", 870: "code",
 		1001: "ratio", 1002: "ratio", 1003: "ratio", 1004: "ratio", 1005: "ratio", 1006: "ratio", 1007: "ratio", 1008: "ratio",
 		1009: "B/s", 1010: "B/s", 1011: "B/s", 1012: "B/s",
 		1523: "code",
@@ -37,7 +42,7 @@ func TestBaseUnits(t *testing.T) {
 	}{
 		"MHz": {megahertz, "hertz"}, "C": {one, "celsius"}, "W": {one, "watts"}, "mJ": {millijoul, "joules"},
 		"%": {percent, "ratio"}, "ratio": {one, "ratio"}, "ns": {nanosec, "seconds"},
-		"MiB": {mebibytes, "bytes"}, "KiB": {kibibytes, "bytes"}, "B/s": {one, "bytes_per_second"},
+		"MiB": {mebibytes, "bytes"}, "KiB": {kibibytes, "bytes"}, "B": {one, "bytes"}, "B/s": {one, "bytes_per_second"},
 		"count": {one, ""}, "bool": {one, ""}, "code": {one, ""}, "bitmask": {one, ""},
 	}
 	units := dcgmUnits()

@@ -309,7 +309,7 @@ func (t *Table) Holders(e *source.Entity) []Holder {
 	}
 	minor, hasMinor := deviceMinor(e.Device)
 	switch e.Kind {
-	case source.GPU:
+	case source.GPU, source.NVLink: // a GPU's links are held with it; a switch port has no GPU
 		if e.UUID != "" {
 			add(t.gpuByUUID[uuidKey(e.UUID)])
 		}

@@ -75,6 +75,9 @@ func TestTableHolders(t *testing.T) {
 	t.Parallel()
 	inv := testInventory()
 	gpu0, gpu1, gi1, gi2, nvswitch := &inv.Entities[0], &inv.Entities[1], &inv.Entities[2], &inv.Entities[3], &inv.Entities[4]
+	gpuLink := *gpu0
+	gpuLink.Kind, gpuLink.Link = source.NVLink, 5
+	switchPort := source.Entity{Kind: source.NVLink, Parent: source.NVSwitch, GPU: -1, ID: 1, Link: 5}
 	const gpuRes, sharedRes, migRes = "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-3g.40gb"
 	draGPU := func(name string, share *string) *podresourcesv1.ClaimResource {
 		return &podresourcesv1.ClaimResource{DriverName: "gpu.nvidia.com", PoolName: "node-a", DeviceName: name, ShareId: share}
@@ -158,6 +161,9 @@ func TestTableHolders(t *testing.T) {
 			ctr{"ml", "a", "main", gpus("GPU-bogus", uuid0), nil}), gpu0,
 			[]Holder{holder("ml", "a", "main", gpuRes, false)}},
 		{"nvswitch holds nothing", IDTypeAuto, listResponse(ctr{"ml", "a", "main", gpus(uuid0, "0"), nil}), nvswitch, nil},
+		{"gpu link held with its gpu", IDTypeAuto, listResponse(ctr{"ml", "a", "main", gpus(uuid0), nil}), &gpuLink,
+			[]Holder{holder("ml", "a", "main", gpuRes, false)}},
+		{"switch port holds nothing", IDTypeAuto, listResponse(ctr{"ml", "a", "main", gpus(uuid0, "0", "nvidia0"), nil}), &switchPort, nil},
 		{"empty response", IDTypeAuto, &podresourcesv1.ListPodResourcesResponse{}, gpu0, nil},
 		{"nil response", IDTypeAuto, nil, gpu0, nil},
 	}

@@ -102,10 +102,25 @@ type Entity struct {
 	// MIGUUID is the MIG device UUID ("MIG-…").
 	MIGUUID string
 
-	// Link is the NVLink index (Kind == NVLink); ID the NVSwitch id.
+	// Link is the NVLink index (Kind == NVLink); ID the NVSwitch id (Kind
+	// == NVSwitch, or an NVLink whose Parent is NVSwitch).
 	Link int
 	ID   int
+	// Parent is the kind of entity an NVLink belongs to: GPU (the zero
+	// value; GPU, UUID, Device, Model and PCIBusID are the GPU's) or
+	// NVSwitch (ID is the switch, GPU is -1).
+	Parent EntityKind
+	// PeerType and Peer name the far end of an NVLink when the source knows
+	// it: PeerType "gpu" (Peer is the GPU index) or "nvswitch" (Peer is the
+	// switch id); empty when unknown.
+	PeerType, Peer string
 }
+
+// Peer types of Entity.PeerType.
+const (
+	PeerGPU      = "gpu"
+	PeerNVSwitch = "nvswitch"
+)
 
 // Key identifies the entity within an inventory: kind, GPU index and the
 // instance or link number.
@@ -114,6 +129,9 @@ func (e *Entity) Key() string {
 	case GPUInstance:
 		return "gi:" + strconv.Itoa(e.GPU) + ":" + strconv.Itoa(e.GPUInstance)
 	case NVLink:
+		if e.Parent == NVSwitch {
+			return "swlink:" + strconv.Itoa(e.ID) + ":" + strconv.Itoa(e.Link)
+		}
 		return "link:" + strconv.Itoa(e.GPU) + ":" + strconv.Itoa(e.Link)
 	case NVSwitch:
 		return "switch:" + strconv.Itoa(e.ID)
@@ -204,6 +222,35 @@ type Sample struct {
 	// XIDs are the XID events since the previous Read, when the source can
 	// see each one (not only the last value).
 	XIDs []XIDEvent
+	// LinkStates holds, per inventory row, the state of NVLink rows
+	// (LinkUnknown on other rows); nil when the source reports no link
+	// state.
+	LinkStates []LinkState
+}
+
+// LinkState is the state of an NVLink, as DCGM's dcgmNvLinkLinkState_t
+// (dcgm_structs.h) and NVML's nvmlDeviceGetNvLinkState report it.
+type LinkState uint8
+
+// Link states.
+const (
+	// LinkUnknown: not an NVLink row, or the source could not tell.
+	LinkUnknown LinkState = iota
+	// LinkDisabled: the link exists but is disabled (not expected up).
+	LinkDisabled
+	// LinkDown: the link is expected up and is not.
+	LinkDown
+	// LinkUp: the link is active.
+	LinkUp
+)
+
+// LinkState returns the state of inventory row e; LinkUnknown when the
+// sample carries no link states.
+func (s *Sample) LinkState(e int) LinkState {
+	if e < 0 || e >= len(s.LinkStates) {
+		return LinkUnknown
+	}
+	return s.LinkStates[e]
 }
 
 // NewSample allocates a sample with every value Blank.

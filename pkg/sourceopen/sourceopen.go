@@ -33,6 +33,9 @@ type Config struct {
 	// Interval is the collection interval (DCGM's watch period);
 	// CollectTimeout bounds one collection, and so each DCGM or NVML call.
 	Interval, CollectTimeout time.Duration
+	// FabricInterval is the watch period of the NVLink, NVSwitch and
+	// fabric manager fields (DCGM); 0 is Interval.
+	FabricInterval time.Duration
 	// GPUs selects GPU indices; empty is every GPU.
 	GPUs []int
 
@@ -127,6 +130,7 @@ func (o *Opened) openDCGM(cfg Config, logger *slog.Logger) error {
 	src, err := dcgm.New(dcgm.Config{
 		Mode: cfg.DCGMMode, RemoteAddress: cfg.DCGMRemoteAddress,
 		Interval: cfg.Interval, CallTimeout: callTimeout(cfg), Health: true, GPUs: cfg.GPUs,
+		FabricInterval: cfg.FabricInterval,
 	}, logger)
 	if err != nil {
 		return fmt.Errorf("--source=dcgm: %w", err)
@@ -166,7 +170,7 @@ func (o *Opened) openSim(ctx context.Context, cfg Config, logger *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("--sim.scenario: %w", err)
 	}
-	src := sim.New(scn)
+	src := sim.New(scn, sim.WithFabricInterval(cfg.FabricInterval))
 	o.Source = src
 	o.cleanup = append(o.cleanup, func() { _ = src.Close() })
 	if err := o.openSimJobs(src, cfg, logger); err != nil {

@@ -22,6 +22,7 @@ var testNodes = []node{
 	{name: "gpu-node-ts", scenario: "timeslicing"}, // GPUs shared by several pods
 	{name: "gpu-node-faults", scenario: "faults"},  // PCIe health warning at 10s, GPU 4 lost at 25s; XID 48, double-bit ECC, memory health failure and GPU reset at 1m
 	{name: "gpu-node-hpc", scenario: "hpc"},        // Slurm jobs through the job-mapping directory: GPU 2 shared by two jobs, GPU 3 held and idle
+	{name: "gpu-node-hgx", scenario: "hgx"},        // NVLink fabric: GPU 3's link 7 counts CRC errors from 15s and goes down at 60s
 	autoscalingNode,                                // constant values for the autoscaling queries
 }
 
@@ -57,6 +58,10 @@ func testPodLabels(t *testing.T, s *stack) {
 		"unheld MIG instance":   {`gpu_graphics_engine_active_ratio{node="gpu-node-mig", gpu="1", gpu_instance="10"}`, []string{""}},
 		"GPU facts":             {`gpu_info{node="gpu-node-demo", gpu="5"}`, []string{""}},
 		"the exporter's target": {`up{job="gpu-exporter", node="gpu-node-demo"}`, []string{""}},
+
+		// A GPU's link carries its holder: which job a bad link slows.
+		"link of a held GPU": {`gpu_nvlink_crc_flit_errors_total{node="gpu-node-hgx", gpu="3", link="7"}`, []string{"llm-pretrain-0"}},
+		"NVSwitch":           {`nvswitch_temperature_celsius{node="gpu-node-hgx", nvswitch="0"}`, []string{""}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -193,6 +198,11 @@ func testAlerts(t *testing.T, s *stack) {
 		{"alertname": "GPUHealthWarning", "severity": "warning", "node": "gpu-node-faults", "gpu": "3", "subsystem": "pcie"},
 		{"alertname": "GPUHealthFailure", "severity": "critical", "node": "gpu-node-faults", "gpu": "1", "subsystem": "memory"},
 		{"alertname": "GPURecoveryActionRequired", "severity": "critical", "node": "gpu-node-faults", "gpu": "1", "action": "gpu_reset"},
+		// The hgx scenario's degrading link: CRC errors rising from 15s,
+		// down at 60s, its GPU's NVLink health watch failing.
+		{"alertname": "GPUNVLinkErrorsRising", "severity": "warning", "node": "gpu-node-hgx", "gpu": "3", "link": "7", "counter": "crc_flit"},
+		{"alertname": "GPUNVLinkDown", "severity": "critical", "node": "gpu-node-hgx", "gpu": "3", "link": "7"},
+		{"alertname": "GPUHealthFailure", "severity": "critical", "node": "gpu-node-hgx", "gpu": "3", "subsystem": "nvlink"},
 	}
 	// The scenarios' faults come at 1m; allow for collection, scrape,
 	// evaluation and notification delays after that.
@@ -237,8 +247,14 @@ func testAlerts(t *testing.T, s *stack) {
 			t.Errorf("critical XID alert for an XID no scenario raised: %v", l)
 		case l["alertname"] == "GPULost" && (l["node"] != "gpu-node-faults" || l["gpu"] != "4"):
 			t.Errorf("lost-GPU alert for a GPU that is present: %v", l)
-		case (l["alertname"] == "GPUHealthWarning" || l["alertname"] == "GPUHealthFailure") && l["node"] != "gpu-node-faults":
+		case (l["alertname"] == "GPUHealthWarning" || l["alertname"] == "GPUHealthFailure") && l["node"] != "gpu-node-faults" &&
+			(l["node"] != "gpu-node-hgx" || l["gpu"] != "3" || l["subsystem"] != "nvlink"):
 			t.Errorf("health alert on a node whose health watches pass: %v", l)
+		case (l["alertname"] == "GPUNVLinkDown" || l["alertname"] == "GPUNVLinkErrorsRising") &&
+			(l["node"] != "gpu-node-hgx" || l["gpu"] != "3" || l["link"] != "7"):
+			t.Errorf("NVLink alert for a healthy link: %v", l)
+		case l["alertname"] == "GPUNVSwitchFatalError" || l["alertname"] == "GPUFabricManagerNotReady":
+			t.Errorf("fabric alert no scenario raises: %v", l)
 		case l["alertname"] == "GPURecoveryActionRequired" && (l["node"] != "gpu-node-faults" || l["gpu"] != "1"):
 			t.Errorf("recovery-action alert for a GPU that needs none: %v", l)
 		}

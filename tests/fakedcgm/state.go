@@ -89,10 +89,47 @@ type ComputeInstance struct {
 
 // Entity groups for Value.
 const (
-	EntityGPU = "gpu"
-	EntityGI  = "gi"
-	EntityCI  = "ci"
+	EntityGPU    = "gpu"
+	EntityGI     = "gi"
+	EntityCI     = "ci"
+	EntitySwitch = "switch"
+	EntityLink   = "link" // the entity id is a dcgm_link_t: GPULink or SwitchLink
 )
+
+// NVSwitch is an NVSwitch of the fake hostengine, with Links ports, all up
+// unless LinkStates says otherwise.
+type NVSwitch struct {
+	ID    int
+	BusID string
+	Links int
+}
+
+// LinkState sets the state of one link of a GPU (Switch false) or of a
+// switch: "up", "down", "disabled" or "notsupported" (dcgm_structs.h
+// dcgmNvLinkLinkState_t). Without one, a GPU's first NVLinks links and a
+// switch's Links ports are up.
+type LinkState struct {
+	Switch bool
+	Parent int
+	Index  int
+	State  string
+}
+
+// DCGM entity groups of a link's parent (dcgm_fields.h DCGM_FE_GPU,
+// DCGM_FE_SWITCH).
+const (
+	feGPU    = 1
+	feSwitch = 3
+)
+
+// GPULink is the DCGM_FE_LINK entity id of link index of GPU gpu: a
+// dcgm_link_t (dcgm_structs.h) with the parent's group in bits 0-7, the
+// index in bits 8-23 and the GPU in bits 24-31, as go-dcgm's
+// AddLinkEntityToGroup builds it.
+func GPULink(gpu, index int) int { return feGPU | index<<8 | gpu<<24 }
+
+// SwitchLink is the DCGM_FE_LINK entity id of port index of switch sw.
+func SwitchLink(sw, index int) int { return feSwitch | index<<8 | sw<<24 }
 
 // Value is a field value; Typed is the state-file form: "i:42", "d:1.5",
 // "s:text", "i:blank", "i32:notsupported", "d:notfound", "s:notperm",
@@ -172,6 +209,9 @@ type State struct {
 	// Unknown are field ids the hostengine does not know (an older DCGM
 	// than the client library): a field group holding one is refused.
 	Unknown []int
+	// Switches are the NVSwitches; LinkStates override link states.
+	Switches   []NVSwitch
+	LinkStates []LinkState
 }
 
 func quote(s string) string {
@@ -219,6 +259,16 @@ func (s *State) Render() string {
 	}
 	for _, ci := range s.ComputeInstances {
 		fmt.Fprintf(&b, "ci %d gi=%d instance=%d uuid=%s\n", ci.EntityID, ci.GI, ci.Instance, quote(ci.UUID))
+	}
+	for _, w := range s.Switches {
+		fmt.Fprintf(&b, "switch %d bus=%s links=%d\n", w.ID, quote(w.BusID), w.Links)
+	}
+	for _, l := range s.LinkStates {
+		parent := "gpu"
+		if l.Switch {
+			parent = "switch"
+		}
+		fmt.Fprintf(&b, "linkstate %s %d %d %s\n", parent, l.Parent, l.Index, l.State)
 	}
 	for _, v := range s.Values {
 		kind, val, _ := strings.Cut(v.Typed, ":")

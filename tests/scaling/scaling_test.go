@@ -22,7 +22,7 @@ const (
 )
 
 // docScenarios are the scenarios in the doc's table, in its order.
-var docScenarios = []string{"demo", "mig", "timeslicing", "scale-64"}
+var docScenarios = []string{"demo", "mig", "timeslicing", "hgx", "scale-64"}
 
 // Labels Prometheus adds to every stored series with the chart's scrape
 // configuration (job, instance, and node from relabelling), and the

@@ -25,9 +25,15 @@
 // fields are watched only on GPUs whose supported metric groups include
 // them; the others read Blank, logged once.
 //
-// Not done yet: NVSwitch and NVLink entities. Fields whose only levels are
-// those are dropped with a log line; fields that also have the GPU level are
-// read per GPU.
+// The NVLink fabric: the links of each GPU and the NVSwitches with their
+// ports (dcgmGetNvLinkLinkStatus, dcgmGetEntityGroupEntities(DCGM_FE_SWITCH))
+// are entities of the inventory, links as DCGM_FE_LINK entities
+// (dcgm_link_t ids). Their fields, and the fabric fields of GPUs
+// (fields.Field.Fabric), are watched in field groups of their own updated
+// every Config.FabricInterval; links and switches are read, and link states
+// and the switch list asked, at most that often, the samples repeating
+// their last values in between. A GPU link carries the GPU fields DCGM also
+// reports per link, a switch port the link-level fields.
 //
 // go-dcgm keeps one connection per process in package variables, so only one
 // Source may be open in a process at a time.
@@ -72,6 +78,11 @@ type Config struct {
 	// Interval is the watch update frequency; it should equal the
 	// collection interval. Default 15s.
 	Interval time.Duration
+	// FabricInterval is the watch update frequency of fabric fields
+	// (fields.Field.Fabric: NVLink, NVSwitch, fabric manager), which are
+	// watched in field groups of their own, and how often link states are
+	// read. Default Interval.
+	FabricInterval time.Duration
 	// KeepAge bounds how long DCGM keeps samples. Default max(3×Interval,
 	// 30s); it must be at least Interval so that no XID event is dropped
 	// between two reads.
@@ -103,7 +114,7 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("dcgm: unknown mode %q (want %q or %q)", c.Mode, ModeEmbedded, ModeRemote)
 	}
-	for name, d := range map[string]time.Duration{"interval": c.Interval, "keep age": c.KeepAge} {
+	for name, d := range map[string]time.Duration{"interval": c.Interval, "keep age": c.KeepAge, "fabric interval": c.FabricInterval} {
 		if d < 0 {
 			return c, fmt.Errorf("dcgm: negative %s %s", name, d)
 		}
@@ -118,6 +129,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Interval < time.Millisecond {
 		return c, fmt.Errorf("dcgm: interval %s is below DCGM's 1ms resolution", c.Interval)
+	}
+	if c.FabricInterval == 0 {
+		c.FabricInterval = c.Interval
+	}
+	if c.FabricInterval < time.Millisecond {
+		return c, fmt.Errorf("dcgm: fabric interval %s is below DCGM's 1ms resolution", c.FabricInterval)
 	}
 	if c.KeepAge == 0 {
 		c.KeepAge = max(3*c.Interval, minKeepAge)

@@ -50,6 +50,7 @@ type inventory struct {
 type topology struct {
 	gpus        []uint
 	hierarchy   []godcgm.MigHierarchyInfo_v2
+	fabric      *fabricTopology
 	fingerprint string
 }
 
@@ -84,7 +85,11 @@ func (s *Source) loadTopology(ctx context.Context) (topology, error) {
 	} else {
 		t.hierarchy = h.EntityList[:min(h.Count, uint(len(h.EntityList)))]
 	}
+	if t.fabric, err = s.loadFabric(ctx); err != nil {
+		return topology{}, err
+	}
 	var b strings.Builder
+	b.WriteString(t.fabric.fingerprint())
 	for _, id := range t.gpus {
 		fmt.Fprintf(&b, "g%d,", id)
 	}
@@ -207,6 +212,9 @@ func (s *Source) buildInventory(ctx context.Context, t topology) (*inventory, er
 		e.MIGUUID = migUUID(attrs, ref, gi.Entity.EntityId, cis)
 		inv.inv.Entities = append(inv.inv.Entities, e)
 		inv.refs = append(inv.refs, ref)
+	}
+	if err := s.appendFabric(ctx, inv, t.fabric); err != nil {
+		return nil, err
 	}
 	return inv, nil
 }

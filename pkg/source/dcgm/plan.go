@@ -12,10 +12,21 @@ import (
 // DCGM entity groups (dcgm_fields.h DCGM_FE_*); a test checks them against
 // go-dcgm's constants.
 const (
-	groupGPU   = 1
-	groupGPUI  = 4
-	groupGPUCI = 5
+	groupGPU    = 1
+	groupSwitch = 3
+	groupGPUI   = 4
+	groupGPUCI  = 5
+	groupLink   = 6
 )
+
+// linkID is the DCGM_FE_LINK entity id of link index of a GPU or switch
+// (parent group groupGPU or groupSwitch): a dcgm_link_t (dcgm_structs.h,
+// packed) holds the parent's group in bits 0-7, the index in bits 8-23 and
+// the parent's id in bits 24-31, as go-dcgm's AddLinkEntityToGroup builds
+// it.
+func linkID(parentGroup uint, index int, parent uint) uint {
+	return parentGroup&0xff | uint(index&0xffff)<<8 | (parent&0xff)<<24
+}
 
 // xidField is DCGM_FI_DEV_XID_ERRORS.
 const xidField = 230
@@ -40,6 +51,9 @@ type watchSpec struct {
 	// profiling watches hold only profiling fields: if DCGM refuses them
 	// they are dropped instead of failing the whole watch.
 	profiling bool
+	// fabric watches are updated every Config.FabricInterval: fabric
+	// fields, and every field of links and switches.
+	fabric bool
 }
 
 // readSpec is one latest-values call per collection: every entity of a
@@ -50,6 +64,9 @@ type readSpec struct {
 	rows     []int // inventory row of entities[i]
 	fieldIDs []uint16
 	cols     map[uint16]int // sample column of each field id
+	// fabric reads (links, switches) are made every
+	// Config.FabricInterval; the sample repeats their last values between.
+	fabric bool
 }
 
 // dropNote says why a field is left out everywhere or on some GPUs.
@@ -89,10 +106,32 @@ func makePlan(inv *source.Inventory, refs []entityRef, set []fields.Field, prof 
 			p.gpuRows[refs[row].id] = row
 		}
 	}
+	// Switch ports are NVLink entities of their own population: they
+	// carry the link-level fields DCGM keeps at DCGM_FE_LINK (no GPU
+	// level), and GPU links the GPU fields DCGM also reports per link.
+	ports := map[int]bool{}
+	for row, e := range inv.Entities {
+		if e.Kind == source.NVLink && e.Parent == source.NVSwitch {
+			ports[row] = true
+		}
+	}
+	const portKind = source.NVLink + 1 // a key of byKind only
+	for row := range ports {
+		byKind[source.NVLink] = slices.DeleteFunc(byKind[source.NVLink], func(r int) bool { return r == row })
+		byKind[portKind] = append(byKind[portKind], row)
+	}
+	slices.Sort(byKind[portKind])
 	levels := []struct {
-		kind  source.EntityKind
-		level fields.Level
-	}{{source.GPU, fields.LevelGPU}, {source.GPUInstance, fields.LevelGPUInstance}}
+		kind    source.EntityKind
+		level   fields.Level
+		carries func(f *fields.Field) bool
+	}{
+		{source.GPU, fields.LevelGPU, nil},
+		{source.GPUInstance, fields.LevelGPUInstance, nil},
+		{source.NVLink, fields.LevelNVLink, func(f *fields.Field) bool { return f.Levels.Has(fields.LevelGPU) && !f.Profiling }},
+		{portKind, fields.LevelNVLink, func(f *fields.Field) bool { return !f.Levels.Has(fields.LevelGPU) }},
+		{source.NVSwitch, fields.LevelNVSwitch, nil},
+	}
 
 	providedBy := make([]bool, len(set))
 	lacking := make([]map[int]bool, len(set))
@@ -101,19 +140,24 @@ func makePlan(inv *source.Inventory, refs []entityRef, set []fields.Field, prof 
 		if len(rows) == 0 {
 			continue
 		}
-		rs := readSpec{kind: lv.kind, cols: map[uint16]int{}}
+		onFabric := lv.kind != source.GPU && lv.kind != source.GPUInstance
+		rs := readSpec{kind: min(lv.kind, source.NVLink), cols: map[uint16]int{}, fabric: onFabric}
 		for _, row := range rows {
 			rs.entities = append(rs.entities, refs[row])
 			rs.rows = append(rs.rows, row)
 		}
-		var plain []uint16
+		var plain, fabric []uint16
 		profOf := make([][]uint16, len(rows)) // profiling fields per entity
 		for col, f := range set {
-			if !f.Levels.Has(lv.level) {
+			if !f.Levels.Has(lv.level) || lv.carries != nil && !lv.carries(&f) {
 				continue
 			}
 			if !f.Profiling {
-				plain = append(plain, f.ID)
+				if f.Fabric || onFabric {
+					fabric = append(fabric, f.ID)
+				} else {
+					plain = append(plain, f.ID)
+				}
 				rs.fieldIDs = append(rs.fieldIDs, f.ID)
 				rs.cols[f.ID] = col
 				providedBy[col] = true
@@ -142,6 +186,10 @@ func makePlan(inv *source.Inventory, refs []entityRef, set []fields.Field, prof 
 			p.reads = append(p.reads, rs)
 		}
 		p.watches = append(p.watches, chunk(rs.entities, plain, false)...)
+		for _, w := range chunk(rs.entities, fabric, false) {
+			w.fabric = true
+			p.watches = append(p.watches, w)
+		}
 		// Entities sharing a subset of profiling fields share a watch.
 		var keys []string
 		groups := map[string]*watchSpec{}
@@ -165,7 +213,7 @@ func makePlan(inv *source.Inventory, refs []entityRef, set []fields.Field, prof 
 	for col, f := range set {
 		switch {
 		case !providedBy[col] && !f.Levels.Has(fields.LevelGPU|fields.LevelGPUInstance):
-			p.dropped = append(p.dropped, dropNote{field: f, reason: "entity level not supported by the dcgm source"})
+			p.dropped = append(p.dropped, dropNote{field: f, reason: "no NVLink or NVSwitch entity of its level"})
 		case !providedBy[col] && f.Profiling && len(lacking[col]) > 0:
 			p.dropped = append(p.dropped, dropNote{field: f, reason: "profiling field not supported by any GPU"})
 		case providedBy[col] && len(lacking[col]) > 0:

@@ -50,6 +50,10 @@ type Source struct {
 	xidSince time.Time
 	lost     map[string]LostGPU
 	logged   map[string]bool
+	// fabric is the last NVLink fabric DCGM reported (loadFabric);
+	// fabricReadAt when links and switches were last read.
+	fabric       *fabricTopology
+	fabricReadAt time.Time
 	// logs rate-limits lines that repeat per collection or per re-plan.
 	logs *logthrottle.Logger
 	seq  int
@@ -145,11 +149,24 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		return nil, s.failed(err)
 	}
 	sample := source.NewSample(s.now(), s.inv.inv, s.set)
+	fabricDue := s.now().Sub(s.fabricReadAt) >= s.cfg.FabricInterval
 	for i := range s.reads {
-		if err := s.readLevel(ctx, &s.reads[i], sample); err != nil {
+		rc := &s.reads[i]
+		if rc.spec.fabric && !fabricDue && rc.cache != nil {
+			rc.repeat(sample) // links and switches: read on their own interval
+			continue
+		}
+		if err := s.readLevel(ctx, rc, sample); err != nil {
 			return nil, s.failed(err)
 		}
+		if rc.spec.fabric {
+			rc.keep(sample)
+		}
 	}
+	if fabricDue {
+		s.fabricReadAt = s.now()
+	}
+	sample.LinkStates = s.linkStates()
 	xids, err := s.readXIDs(ctx)
 	if err != nil {
 		var ce *callError
@@ -249,7 +266,8 @@ func (s *Source) connect(ctx context.Context) error {
 			s.log.Debug("dcgm shutdown before reconnect failed", "err", err)
 		}
 	}
-	s.watch = nil // groups and watches died with the connection
+	s.watch = nil  // groups and watches died with the connection
+	s.fabric = nil // ask again
 	mode, args := godcgm.Embedded, []string(nil)
 	if s.cfg.Mode == ModeRemote {
 		addr, unix := remoteAddress(s.cfg.RemoteAddress)

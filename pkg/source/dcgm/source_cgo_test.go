@@ -20,7 +20,8 @@ import (
 
 func TestEntityGroupConstants(t *testing.T) {
 	t.Parallel()
-	if groupGPU != uint(godcgm.FE_GPU) || groupGPUI != uint(godcgm.FE_GPU_I) || groupGPUCI != uint(godcgm.FE_GPU_CI) {
+	if groupGPU != uint(godcgm.FE_GPU) || groupGPUI != uint(godcgm.FE_GPU_I) || groupGPUCI != uint(godcgm.FE_GPU_CI) ||
+		groupSwitch != uint(godcgm.FE_SWITCH) || groupLink != uint(godcgm.FE_LINK) {
 		t.Error("entity group constants differ from go-dcgm's")
 	}
 }

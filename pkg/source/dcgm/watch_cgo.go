@@ -37,6 +37,30 @@ type readCall struct {
 	spec     *readSpec
 	entities []godcgm.GroupEntityPair
 	fieldIDs []godcgm.Short
+	// cache holds the last values of a fabric read, by entity then field,
+	// which samples repeat until the next one; nil before the first.
+	cache []source.Value
+}
+
+// keep remembers the values a fabric read put into sample.
+func (rc *readCall) keep(sample *source.Sample) {
+	rc.cache = rc.cache[:0]
+	for _, row := range rc.spec.rows {
+		for _, id := range rc.spec.fieldIDs {
+			rc.cache = append(rc.cache, sample.At(row, rc.spec.cols[id]))
+		}
+	}
+}
+
+// repeat puts the kept values into sample.
+func (rc *readCall) repeat(sample *source.Sample) {
+	i := 0
+	for _, row := range rc.spec.rows {
+		for _, id := range rc.spec.fieldIDs {
+			sample.Set(row, rc.spec.cols[id], rc.cache[i])
+			i++
+		}
+	}
 }
 
 // applyWatches replaces the groups and watches for the current set and
@@ -64,6 +88,12 @@ func (s *Source) applyWatches(ctx context.Context) error {
 	freq := s.cfg.Interval.Microseconds()
 	keepAge := s.cfg.KeepAge.Seconds()
 	for _, spec := range s.plan.watches {
+		freq, keepAge := freq, keepAge
+		if spec.fabric {
+			// Links and switches multiply series: their own, longer period.
+			freq = s.cfg.FabricInterval.Microseconds()
+			keepAge = max(keepAge, 3*s.cfg.FabricInterval.Seconds())
+		}
 		err := s.watchFields(ctx, ws, spec.entities, spec.fieldIDs, freq, keepAge)
 		if err == nil {
 			continue

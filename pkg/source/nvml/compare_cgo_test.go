@@ -189,7 +189,8 @@ func nvmlLibrary(gpus []gpuState) gonvml.Interface {
 func comparableFields() []fields.Field {
 	var set []fields.Field
 	for _, f := range fields.MustNew().All() {
-		if !f.Profiling && f.ID != 449 {
+		// Fabric fields: the GPUs here have no NVLink fabric.
+		if !f.Profiling && f.ID != 449 && !f.Fabric {
 			set = append(set, f)
 		}
 	}

@@ -5,9 +5,16 @@
 // through the same NVML calls DCGM makes for each field, so that the
 // catalog's Scale gives the same exported values whichever source runs. NVML
 // fields are read live on every Read: there are no watches to set up.
-// Fields NVML cannot give (profiling/DCP fields, NVLink counters) stay Blank,
-// and so does any field whose call fails on a GPU (not supported, no
-// permission, any error) — for that GPU only.
+// Fields NVML cannot give (profiling/DCP fields, NVLink bandwidth, NVSwitch
+// fields) stay Blank, and so does any field whose call fails on a GPU (not
+// supported, no permission, any error) — for that GPU only.
+//
+// NVLink: the links of each GPU (nvmlDeviceGetNvLinkState) are entities of
+// the inventory, scanned once per GPU, with their peer
+// (nvmlDeviceGetNvLinkRemotePciInfo and ...RemoteDeviceType: a GPU by index,
+// an NVSwitch by its PCI bus id); every Read gives their states and error
+// counters (nvmlDeviceGetNvLinkErrorCounter). The fabric manager's state
+// comes from nvmlDeviceGetGpuFabricInfo.
 //
 // Inventory: GPUs by NVML index, and one source.GPUInstance entity per MIG
 // GPU instance of a GPU in MIG mode, built from its MIG devices (compute

@@ -50,6 +50,21 @@ type fakeGPU struct {
 	waitLost        bool     // its event set reports the GPU lost
 	xids            []uint64 // pending XID events
 	procs           []nvml.ProcessInfo
+	// links are its NVLinks by index (none: NVLink not supported); fabric
+	// its fabric manager info (nil: not supported).
+	links  []fakeLink
+	fabric *nvml.GpuFabricInfo
+}
+
+// fakeLink is one NVLink: active or not, its far end, its error counters
+// by nvml.NvLinkErrorCounter. A link with absent set is an index NVML
+// rejects (INVALID_ARGUMENT).
+type fakeLink struct {
+	absent     bool
+	active     bool
+	remoteBus  string
+	remoteType nvml.IntNvLinkDeviceType
+	errors     [4]uint64
 }
 
 // fakeMIG is one MIG device (compute instance) of a GPU in MIG mode.
@@ -199,6 +214,29 @@ func (n *fakeNode) with(i int, call string, fn func(*fakeGPU)) nvml.Return {
 	return nvml.SUCCESS
 }
 
+// withLink runs fn on link l of GPU i; *res is set when NVML would
+// refuse the link.
+func (n *fakeNode) withLink(i, l int, call string, res *nvml.Return, fn func(*fakeLink)) nvml.Return {
+	return n.with(i, call, func(g *fakeGPU) {
+		switch {
+		case len(g.links) == 0:
+			*res = nvml.ERROR_NOT_SUPPORTED
+		case l < 0 || l >= len(g.links) || g.links[l].absent:
+			*res = nvml.ERROR_INVALID_ARGUMENT
+		default:
+			fn(&g.links[l])
+		}
+	})
+}
+
+// firstFailure is the first of two returns that is not SUCCESS.
+func firstFailure(a, b nvml.Return) nvml.Return {
+	if a != nvml.SUCCESS {
+		return a
+	}
+	return b
+}
+
 // withMIG runs fn on MIG device j of GPU i.
 func (n *fakeNode) withMIG(i, j int, call string, fn func(*fakeMIG)) nvml.Return {
 	return n.with(i, call, func(g *fakeGPU) {
@@ -239,6 +277,48 @@ func (n *fakeNode) device(i int) *mock.Device {
 		GetUUIDFunc: func() (v string, ret nvml.Return) {
 			ret = n.with(i, "GetUUID", func(g *fakeGPU) { v = g.uuid })
 			return v, ret
+		},
+		// nvml.h: NOT_SUPPORTED when the device has no NVLink,
+		// INVALID_ARGUMENT for a link index it does not have.
+		GetNvLinkStateFunc: func(l int) (v nvml.EnableState, ret nvml.Return) {
+			res := nvml.SUCCESS
+			ret = n.withLink(i, l, "GetNvLinkState", &res, func(k *fakeLink) {
+				v = nvml.FEATURE_DISABLED
+				if k.active {
+					v = nvml.FEATURE_ENABLED
+				}
+			})
+			return v, firstFailure(ret, res)
+		},
+		GetNvLinkRemotePciInfoFunc: func(l int) (v nvml.PciInfo, ret nvml.Return) {
+			res := nvml.SUCCESS
+			ret = n.withLink(i, l, "GetNvLinkRemotePciInfo", &res, func(k *fakeLink) {
+				for c := range min(len(k.remoteBus), len(v.BusId)-1) {
+					v.BusId[c] = int8(k.remoteBus[c])
+				}
+			})
+			return v, firstFailure(ret, res)
+		},
+		GetNvLinkRemoteDeviceTypeFunc: func(l int) (v nvml.IntNvLinkDeviceType, ret nvml.Return) {
+			res := nvml.SUCCESS
+			ret = n.withLink(i, l, "GetNvLinkRemoteDeviceType", &res, func(k *fakeLink) { v = k.remoteType })
+			return v, firstFailure(ret, res)
+		},
+		GetNvLinkErrorCounterFunc: func(l int, c nvml.NvLinkErrorCounter) (v uint64, ret nvml.Return) {
+			res := nvml.SUCCESS
+			ret = n.withLink(i, l, "GetNvLinkErrorCounter", &res, func(k *fakeLink) { v = k.errors[c] })
+			return v, firstFailure(ret, res)
+		},
+		GetGpuFabricInfoFunc: func() (v nvml.GpuFabricInfo, ret nvml.Return) {
+			res := nvml.SUCCESS
+			ret = n.with(i, "GetGpuFabricInfo", func(g *fakeGPU) {
+				if g.fabric == nil {
+					res = nvml.ERROR_NOT_SUPPORTED
+					return
+				}
+				v = *g.fabric
+			})
+			return v, firstFailure(ret, res)
 		},
 		GetNameFunc: func() (v string, ret nvml.Return) {
 			ret = n.with(i, "GetName", func(g *fakeGPU) { v = g.name })

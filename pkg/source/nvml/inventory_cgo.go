@@ -29,6 +29,8 @@ type gpuInfo struct {
 	// id, kept so that the next scan need not read their facts again.
 	migs []migInfo
 	devs []migDevice
+	// links are the GPU's NVLinks, scanned once per GPU.
+	links []linkInfo
 }
 
 // migInfo is one MIG GPU instance; dev is the MIG device of its first
@@ -187,12 +189,16 @@ func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo
 	g := &gpuInfo{index: i, dev: dev}
 	if before != nil && before.entity.UUID == uuid {
 		g.entity = before.entity
+		g.links = before.links
 	} else {
 		e, err := gpuEntity(i, uuid, dev)
 		if err != nil {
 			return nil, err
 		}
 		g.entity = e
+		if g.links, err = scanLinks(uuid, dev); err != nil {
+			return nil, err
+		}
 	}
 	mode, _, ret := dev.GetMigMode()
 	switch ret {
@@ -292,6 +298,17 @@ func assemble(in []*gpuInfo) ([]*gpuInfo, []source.Entity) {
 			entities = append(entities, g.migs[j].entity)
 		}
 	}
+	// Then the NVLinks of each GPU.
+	for _, g := range out {
+		g.links = slices.Clone(g.links)
+	}
+	linkEntities(out)
+	for _, g := range out {
+		for j := range g.links {
+			g.links[j].row = len(entities)
+			entities = append(entities, g.links[j].entity)
+		}
+	}
 	return out, entities
 }
 
@@ -373,9 +390,15 @@ func (s *Source) dropLost(ctx context.Context, old *source.Sample, lost []*gpuIn
 		rowOf[old.Inventory.Entities[i].Key()] = i
 	}
 	n := len(old.Fields)
+	if old.LinkStates != nil {
+		sample.LinkStates = make([]source.LinkState, len(s.inv.Entities))
+	}
 	for i := range s.inv.Entities {
 		if r, ok := rowOf[s.inv.Entities[i].Key()]; ok {
 			copy(sample.Values[i*n:(i+1)*n], old.Values[r*n:(r+1)*n])
+			if old.LinkStates != nil {
+				sample.LinkStates[i] = old.LinkState(r)
+			}
 		}
 	}
 	for _, x := range old.XIDs {

@@ -113,6 +113,7 @@ func readerTable() []reader {
 			out[0] = source.IntValue(int64(len(pages)))
 			return ret
 		}},
+		{"GetGpuFabricInfo", []uint16{170, 171}, gpu, fabricManagerStatus},
 	}
 }
 
@@ -174,6 +175,12 @@ func fieldValueTable() []fieldValue {
 		// DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION: the nvmlDeviceGpuRecoveryAction_t
 		// enum that nvml.h documents for NVML_FI_DEV_GET_GPU_RECOVERY_ACTION.
 		{1523, nvml.FI_DEV_GET_GPU_RECOVERY_ACTION, fvPlain},
+		// NVLink error counters over all links: the NVML field ids DCGM's
+		// field table gives 409, 419, 429 and 439 (dcgm_fields.cpp).
+		{409, nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, fvPlain},
+		{419, nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, fvPlain},
+		{429, nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, fvPlain},
+		{439, nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, fvPlain},
 	}
 }
 
@@ -235,6 +242,8 @@ type fvItem struct {
 type plan struct {
 	gpu, gi []step
 	fv      []fvItem
+	// link reads error counters of each NVLink.
+	link []linkStep
 	// xidCol is the column of DCGM_FI_DEV_XID_ERRORS, -1 if not watched.
 	xidCol int
 	// provided counts the fields of the set NVML can give; dropped are the
@@ -291,6 +300,7 @@ func makePlan(set []fields.Field) plan {
 			given[fv.id] = true
 		}
 	}
+	planLinks(&p, colAt, given)
 	if c := colAt(xidField, fields.LevelGPU); c >= 0 {
 		p.xidCol = c
 		given[xidField] = true

@@ -45,6 +45,10 @@ func (s *Source) readGPU(g *gpuInfo, events nvml.EventSet, p *plan, has features
 			return res
 		}
 	}
+	if !res.readLinks(g, p, sample) {
+		res.lost = true
+		return res
+	}
 	if events != nil && !res.drainEvents(events) {
 		res.lost = true
 		return res

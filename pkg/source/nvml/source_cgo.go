@@ -157,6 +157,9 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		}
 	}
 	sample := source.NewSample(s.now(), s.inv, s.set)
+	if hasLinks(s.gpus) {
+		sample.LinkStates = make([]source.LinkState, len(s.inv.Entities))
+	}
 	// The job gets its own copies: after a timeout it may still run while
 	// Watch replaces the plan.
 	plan, has := s.plan, s.has

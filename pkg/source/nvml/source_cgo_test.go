@@ -789,17 +789,28 @@ func TestDecodeFieldValue(t *testing.T) {
 func TestPlanCoversCatalog(t *testing.T) {
 	t.Parallel()
 	// Every catalog field NVML is expected to give has a call behind it;
-	// the rest are exactly the profiling fields and the NVLink counter.
+	// the rest are the profiling fields, the NVLink counter, and the fabric
+	// fields NVML has no call for (NVSwitches, per-link bandwidth).
 	p := makePlan(fields.MustNew().All())
-	var dropped []uint16
+	dropped := map[uint16]bool{}
+	profiling := 0
 	for _, f := range p.dropped {
-		dropped = append(dropped, f.ID)
-		if !f.Profiling && f.ID != 449 {
+		dropped[f.ID] = true
+		if f.Profiling {
+			profiling++
+		}
+		if !f.Profiling && f.ID != 449 && !f.Fabric {
 			t.Errorf("field %s (%d) has no NVML call", f.DCGMName, f.ID)
 		}
 	}
-	if len(dropped) != 13 {
-		t.Errorf("dropped %v, want the 12 profiling fields and 449", dropped)
+	if profiling != 12 || !dropped[449] {
+		t.Errorf("dropped %v, want the 12 profiling fields and 449 among them", p.dropped)
+	}
+	// NVML's NVLink error counters and fabric info.
+	for _, id := range []uint16{409, 419, 429, 439, 170, 171} {
+		if dropped[id] {
+			t.Errorf("field %d dropped; NVML gives it", id)
+		}
 	}
 	if p.xidCol < 0 || len(p.gi) != 1 || p.gi[0].what != "GetMemoryInfo" {
 		t.Errorf("plan: xid column %d, instance steps %+v", p.xidCol, p.gi)

@@ -25,6 +25,13 @@
 //	    fields: {FIELD: SPEC, ...}
 //	    mig:                      # optional: MIG mode with these GPU instances
 //	      - {profile: 1g.10gb, gpu_instance: 7, memory_mib: 9856, uuid: MIG-…, fields: {...}}
+//	fabric:                       # optional: an NVLink fabric (see fabric.go)
+//	  nvswitches: 4               # 0-12; GPU link l goes to switch l mod nvswitches
+//	  links_per_gpu: 18           # 1-36
+//	  link_fields: {FIELD: SPEC, ...}    # every GPU link
+//	  switch_fields: {FIELD: SPEC, ...}  # every NVSwitch
+//	  port_fields: {FIELD: SPEC, ...}    # every NVSwitch port
+//	  links: [{gpu: 3, link: 7, fields: {...}, down: 60s}]  # one link's own fields; its state is down from 60s
 //	pods:                         # optional: what the simulated kubelet reports
 //	  - namespace: ml             # required
 //	    name: trainer-0           # required

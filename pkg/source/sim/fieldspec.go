@@ -114,8 +114,13 @@ func (d *decoder) fieldMap(n *yaml.Node, path string, level fields.Level) (map[u
 }
 
 func levelName(l fields.Level) string {
-	if l == fields.LevelGPUInstance {
+	switch l {
+	case fields.LevelGPUInstance:
 		return "MIG instance"
+	case fields.LevelNVLink:
+		return "NVLink"
+	case fields.LevelNVSwitch:
+		return "NVSwitch"
 	}
 	return "GPU"
 }

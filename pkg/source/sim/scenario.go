@@ -58,6 +58,10 @@ type Scenario struct {
 	// procs are every process, host processes first, then by pod and
 	// container (processes.go).
 	procs []procRef
+	// hasLinks is set when the scenario has an NVLink fabric; linkDown
+	// maps the entity index of a link to the elapsed time it goes down.
+	hasLinks bool
+	linkDown map[int]time.Duration
 }
 
 // Name returns the scenario's name, which seeds its derived ids.
@@ -108,7 +112,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "pods", "jobs", "faults", "host_processes")
+	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "fabric", "pods", "jobs", "faults", "host_processes")
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +136,11 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	if err := b.gpus(o.at("gpus")); err != nil {
 		return nil, err
+	}
+	if n, p := o.at("fabric"); n != nil {
+		if err := b.fabric(n, p); err != nil {
+			return nil, err
+		}
 	}
 	if n, p := o.at("faults"); n != nil {
 		if err := b.faults(n, p); err != nil {
@@ -170,6 +179,7 @@ type builder struct {
 	lost        []lostFault
 	pids        map[uint32]string // process PIDs -> where set, for duplicate errors
 	hostProcs   []simProcess
+	fab         *fabricDef // nil without a fabric section
 }
 
 // simGPU is one physical GPU after count expansion.
@@ -452,6 +462,18 @@ func (b *builder) finish() {
 			s.specs = append(s.specs, in.specs)
 		}
 	}
+	ents, specs, down := b.fabricEntities()
+	for i := range ents {
+		if t, ok := down[i]; ok {
+			if s.linkDown == nil {
+				s.linkDown = map[int]time.Duration{}
+			}
+			s.linkDown[len(s.entities)] = t
+		}
+		s.entities = append(s.entities, ents[i])
+		s.specs = append(s.specs, specs[i])
+	}
+	s.hasLinks = b.fab != nil
 	sort.SliceStable(s.xids, func(i, j int) bool { return s.xids[i].at < s.xids[j].at })
 	for _, x := range s.xids {
 		specs := s.specs[x.gpu]
@@ -527,7 +549,8 @@ func newSegment(driver string, entities []source.Entity, gpus int, gone []byte) 
 		seg.gpuRow[i] = -1
 	}
 	for i, e := range entities {
-		if gone[e.GPU] == 1 {
+		// NVSwitches and their ports belong to no GPU (GPU -1).
+		if e.GPU >= 0 && gone[e.GPU] == 1 {
 			continue
 		}
 		if e.Kind == source.GPU {

@@ -25,6 +25,11 @@ type Source struct {
 	// nil where the entity has no value for the field.
 	plan []*fieldSpec
 
+	// fabricEvery is the fabric interval (WithFabricInterval); fabric
+	// holds, per column, whether it is a fabric field.
+	fabricEvery time.Duration
+	fabric      []bool
+
 	lastRead time.Duration // elapsed time of the last successful Read
 	read     bool
 	// closed is set by Close, which may run while a read the collector
@@ -43,6 +48,13 @@ type Option func(*Source)
 
 // WithClock makes the Source read time from now instead of time.Now.
 func WithClock(now func() time.Time) Option { return func(s *Source) { s.now = now } }
+
+// WithFabricInterval makes the fabric's values (link and switch rows, and
+// fields.Field.Fabric columns) and link states change only every d, as DCGM
+// updates them every --collect.nvlink-interval: a Read between two updates
+// gives the values of the last one. Zero (the default) updates them on
+// every Read.
+func WithFabricInterval(d time.Duration) Option { return func(s *Source) { s.fabricEvery = max(d, 0) } }
 
 // WithStart sets the instant the simulation starts (elapsed time zero).
 // The default is the clock's time when New is called.
@@ -124,6 +136,10 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 	if !defined && len(s.scn.entities) > 0 {
 		return fmt.Errorf("sim: watch: scenario %s defines none of the %d fields", s.scn.name, n)
 	}
+	s.fabric = make([]bool, n)
+	for c := range set {
+		s.fabric[c] = set[c].Fabric
+	}
 	s.set, s.plan = set, plan
 	return nil
 }
@@ -143,17 +159,28 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 	seg := s.scn.segmentAt(t)
 	smp := source.NewSample(now, seg.inv, s.set)
 	n := len(s.set)
+	tf := t // the time of the fabric's last update
+	if s.fabricEvery > 0 {
+		tf = t.Truncate(s.fabricEvery)
+	}
 	for r, e := range seg.rows {
 		plan := s.plan[e*n : e*n+n]
 		row := smp.Values[r*n : r*n+n]
+		k := s.scn.entities[e].Kind
+		onFabric := k == source.NVLink || k == source.NVSwitch
 		for c, sp := range plan {
-			if sp != nil {
+			switch {
+			case sp == nil:
+			case onFabric || s.fabric[c]:
+				sp.fill(tf, &row[c])
+			default:
 				sp.fill(t, &row[c])
 			}
 		}
 	}
 	s.processUtilization(smp, seg, t)
 	smp.XIDs = s.xidEvents(seg, t)
+	smp.LinkStates = s.scn.linkStates(seg, tf)
 	if !s.read || t > s.lastRead {
 		s.lastRead, s.read = t, true
 	}

@@ -28,7 +28,12 @@
  *            uuid=<s> fb=<MiB>    a MIG GPU instance
  *   ci <entityId> gi=<entityId> instance=<n> uuid=<s>
  *                                 a MIG compute instance
- *   value <gpu|gi|ci> <entityId> <fieldId> <typed>
+ *   switch <id> bus=<s> links=<n>
+ *                                 an NVSwitch with <n> ports, all up
+ *   linkstate <gpu|switch> <id> <index> <up|down|disabled|notsupported>
+ *                                 the state of one link of a GPU or switch
+ *   value <gpu|gi|ci|switch|link> <entityId> <fieldId> <typed>
+ *                                 (a link's entity id is a dcgm_link_t)
  *                                 typed: i:<int> d:<float> s:<string>
  *                                 i:blank|notfound|notsupported|notperm (int64
  *                                 sentinels), i32:<same> (int32 sentinels in an
@@ -97,6 +102,8 @@
 #define MAX_HEALTH 256
 #define MAX_FAULTS 64
 #define MAX_UNKNOWN_FIELDS 64
+#define MAX_SWITCHES DCGM_MAX_NUM_SWITCHES
+#define MAX_LINKSTATES 1024
 #define MAX_PROF 64
 #define MAX_GROUPS 256
 #define MAX_GROUP_ENTITIES 2048
@@ -133,6 +140,20 @@ struct gi {
 struct ci {
     int id, gi, instance;
     char uuid[STR];
+};
+
+/* An NVSwitch: its id, PCI address and number of ports; every port is up
+ * unless a linkstate line says otherwise. */
+struct nvswitch {
+    int id;
+    char bus[STR];
+    int links;
+};
+
+/* linkstate sets the state (dcgmNvLinkLinkState_t) of one link of a GPU or
+ * an NVSwitch (type DCGM_FE_GPU or DCGM_FE_SWITCH). */
+struct linkstate {
+    int type, parent, index, state;
 };
 
 struct value {
@@ -177,6 +198,9 @@ struct state {
     struct fault faults[MAX_FAULTS];
     int nunknown;
     unsigned short unknown[MAX_UNKNOWN_FIELDS];
+    int nswitches, nlinkstates;
+    struct nvswitch switches[MAX_SWITCHES];
+    struct linkstate linkstates[MAX_LINKSTATES];
 };
 
 struct group {
@@ -317,6 +341,10 @@ static int entity_group_of(const char *s)
         return DCGM_FE_GPU_CI;
     if (strcmp(s, "none") == 0)
         return DCGM_FE_NONE;
+    if (strcmp(s, "switch") == 0)
+        return DCGM_FE_SWITCH;
+    if (strcmp(s, "link") == 0)
+        return DCGM_FE_LINK;
     return -1;
 }
 
@@ -467,6 +495,32 @@ static void parse_line(struct state *s, char *line)
         v->field = atoi(f);
         if (parse_typed(v, t) == 0)
             s->nvalues++;
+    } else if (strcmp(cmd, "switch") == 0 && s->nswitches < MAX_SWITCHES) {
+        struct nvswitch *w = &s->switches[s->nswitches];
+        memset(w, 0, sizeof(*w));
+        if (!(tok = next_token(&p)))
+            return;
+        w->id = atoi(tok);
+        while ((tok = next_token(&p))) {
+            if (kv(tok, "bus", &val))
+                copy_str(w->bus, val);
+            else if (kv(tok, "links", &val))
+                w->links = atoi(val);
+        }
+        s->nswitches++;
+    } else if (strcmp(cmd, "linkstate") == 0 && s->nlinkstates < MAX_LINKSTATES) {
+        char *t = next_token(&p), *parent = next_token(&p), *index = next_token(&p), *state = next_token(&p);
+        if (!t || !parent || !index || !state)
+            return;
+        struct linkstate *l = &s->linkstates[s->nlinkstates];
+        l->type = strcmp(t, "switch") == 0 ? DCGM_FE_SWITCH : DCGM_FE_GPU;
+        l->parent = atoi(parent);
+        l->index = atoi(index);
+        l->state = strcmp(state, "up") == 0     ? DcgmNvLinkLinkStateUp
+                   : strcmp(state, "down") == 0 ? DcgmNvLinkLinkStateDown
+                   : strcmp(state, "disabled") == 0 ? DcgmNvLinkLinkStateDisabled
+                                                    : DcgmNvLinkLinkStateNotSupported;
+        s->nlinkstates++;
     } else if (strcmp(cmd, "xid") == 0 && s->nxids < MAX_XIDS) {
         char *g = next_token(&p), *c = next_token(&p), *ts = next_token(&p);
         if (!g || !c || !ts)
@@ -792,12 +846,78 @@ static struct ci *find_ci(int id)
     return NULL;
 }
 
+static struct nvswitch *find_switch(int id)
+{
+    for (int i = 0; i < st.nswitches; i++)
+        if (st.switches[i].id == id)
+            return &st.switches[i];
+    return NULL;
+}
+
+/* link_decode splits a DCGM_FE_LINK entity id, a dcgm_link_t
+ * (dcgm_structs.h, packed): bits 0-7 the parent's entity group
+ * (DCGM_FE_GPU or DCGM_FE_SWITCH), bits 8-23 the port index, bits 24-31 the
+ * GPU or switch id. go-dcgm builds it so (AddLinkEntityToGroup,
+ * LinkGetLatestValues: byte 0 the group, bytes 1-2 the index little-endian,
+ * byte 3 the parent). */
+static void link_decode(int raw, int *type, int *index, int *parent)
+{
+    unsigned int u = (unsigned int)raw;
+    *type = (int)(u & 0xff);
+    *index = (int)((u >> 8) & 0xffff);
+    *parent = (int)((u >> 24) & 0xff);
+}
+
+static int link_encode(int type, int index, int parent)
+{
+    return (int)((unsigned int)type | (unsigned int)index << 8 | (unsigned int)parent << 24);
+}
+
+/* link_state is a link's state: a linkstate line's, else up for the first
+ * links of a GPU (down while DCGM cannot reach the GPU) or the ports of a
+ * switch, else not supported, the default for GPUs (dcgm_structs.h,
+ * dcgmNvLinkLinkState_t). */
+static int link_state(int type, int parent, int index)
+{
+    for (int i = st.nlinkstates - 1; i >= 0; i--) {
+        struct linkstate *l = &st.linkstates[i];
+        if (l->type == type && l->parent == parent && l->index == index)
+            return l->state;
+    }
+    if (type == DCGM_FE_SWITCH) {
+        struct nvswitch *w = find_switch(parent);
+        return w && index < w->links ? DcgmNvLinkLinkStateUp : DcgmNvLinkLinkStateNotSupported;
+    }
+    struct gpu *g = find_gpu(parent);
+    if (!g || index >= g->links)
+        return DcgmNvLinkLinkStateNotSupported;
+    return g->status == ST_OK ? DcgmNvLinkLinkStateUp : DcgmNvLinkLinkStateDown;
+}
+
+/* link_exists: a link entity is valid when its parent exists and the link
+ * is supported (DcgmHostEngineHandler::GetIsValidEntityId checks the GPU of
+ * a GPU link; the NvSwitch module, a switch port below
+ * DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH). */
+static int link_exists(int raw)
+{
+    int type, index, parent;
+    link_decode(raw, &type, &index, &parent);
+    if (type != DCGM_FE_GPU && type != DCGM_FE_SWITCH)
+        return 0;
+    return link_state(type, parent, index) != DcgmNvLinkLinkStateNotSupported;
+}
+
 /* gpu_of returns the physical GPU an entity lives on, or NULL. */
 static struct gpu *gpu_of(int group, int id)
 {
     switch (group) {
     case DCGM_FE_GPU:
         return find_gpu(id);
+    case DCGM_FE_LINK: {
+        int type, index, parent;
+        link_decode(id, &type, &index, &parent);
+        return type == DCGM_FE_GPU ? find_gpu(parent) : NULL;
+    }
     case DCGM_FE_GPU_I: {
         struct gi *g = find_gi(id);
         return g ? find_gpu(g->gpu) : NULL;
@@ -968,11 +1088,24 @@ static void lookup(int eg, int id, int field, int live, struct value *out)
     out->i = DCGM_INT64_BLANK;
 
     struct gpu *g = gpu_of(eg, id);
-    if (!g) {
+    int on_switch = 0; /* a switch, or a switch port */
+    if (eg == DCGM_FE_SWITCH || eg == DCGM_FE_LINK) {
+        int type = DCGM_FE_SWITCH, index = 0, parent = id;
+        if (eg == DCGM_FE_LINK)
+            link_decode(id, &type, &index, &parent);
+        on_switch = type == DCGM_FE_SWITCH;
+        /* A switch the NvSwitch module no longer lists, or a link that is
+         * not there, is not a valid entity. */
+        if ((eg == DCGM_FE_SWITCH && !find_switch(id)) || (eg == DCGM_FE_LINK && !link_exists(id))) {
+            out->status = DCGM_ST_BADPARAM;
+            return;
+        }
+    }
+    if (!g && !on_switch) {
         out->status = DCGM_ST_BADPARAM;
         return;
     }
-    if (g->status != ST_OK) {
+    if (g && g->status != ST_OK) {
         out->status = DCGM_ST_GPU_IS_LOST;
         return;
     }
@@ -1008,6 +1141,26 @@ static void lookup_at(int eg, int id, int field, struct value *out)
             *out = *v;
             return;
         }
+    }
+    if (peg == DCGM_FE_SWITCH) {
+        /* The PCI address of a switch; every other switch or port field
+         * comes from the state file. */
+        struct nvswitch *w = find_switch(pid);
+        unsigned int dom = 0, bus = 0, dev = 0, fn = 0;
+        if (w && sscanf(w->bus, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4 && field >= DCGM_FI_DEV_NVSWITCH_PCIE_DOMAIN &&
+            field <= DCGM_FI_DEV_NVSWITCH_PCIE_FUNCTION) {
+            unsigned int parts[] = {dom, bus, dev, fn};
+            out->status = DCGM_ST_OK;
+            out->type = DCGM_FT_INT64;
+            out->i = parts[field - DCGM_FI_DEV_NVSWITCH_PCIE_DOMAIN];
+            return;
+        }
+    }
+    if (!g) {
+        out->status = DCGM_ST_NO_DATA;
+        out->type = DCGM_FT_INT64;
+        out->i = DCGM_INT64_BLANK;
+        return;
     }
     struct gi *gi = peg == DCGM_FE_GPU_I ? find_gi(pid) : NULL;
     struct ci *ci = peg == DCGM_FE_GPU_CI ? find_ci(pid) : NULL;
@@ -1429,16 +1582,19 @@ API dcgmReturn_t dcgmGetDeviceTopology(dcgmHandle_t pDcgmHandle, unsigned int gp
 /* fill_link_states sets a GPU's link states: its first links links are up
  * (down when DCGM cannot reach the GPU), the rest not supported, the default
  * for GPUs (dcgm_structs.h, dcgmNvLinkLinkState_t). */
-static void fill_link_states(const struct gpu *g, dcgmNvLinkLinkState_t *states, int n)
+static void fill_link_states(int type, int id, dcgmNvLinkLinkState_t *states, int n)
 {
     for (int j = 0; j < n; j++)
-        states[j] = j < g->links ? (g->status == ST_OK ? DcgmNvLinkLinkStateUp : DcgmNvLinkLinkStateDown)
-                                 : DcgmNvLinkLinkStateNotSupported;
+        states[j] = (dcgmNvLinkLinkState_t)link_state(type, id, j);
 }
 
 /* dcgmGetNvLinkLinkStatus accepts dcgmNvLinkStatus_version5 and _version4
  * and answers DCGM_ST_VER_MISMATCH to any other version
- * (tsapiGetNvLinkLinkStatus in DcgmApi.cpp). The fake has no NvSwitches. */
+ * (tsapiGetNvLinkLinkStatus in DcgmApi.cpp); go-dcgm passes version 5
+ * (getNvLinkLinkStatus, topology.go: dcgmNvLinkStatus_v5, makeVersion5).
+ * Version 5 has DCGM_NVLINK_MAX_LINKS_PER_GPU states per GPU, version 4
+ * DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3; both have
+ * DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH per switch (dcgm_structs.h). */
 API dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStatus_v5 *linkStatus)
 {
     ENTER("dcgmGetNvLinkLinkStatus");
@@ -1453,8 +1609,14 @@ API dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStat
         ls->version = dcgmNvLinkStatus_version5;
         for (int i = 0; i < st.ngpus && ls->numGpus < DCGM_MAX_NUM_DEVICES; i++) {
             ls->gpus[ls->numGpus].entityId = (dcgm_field_eid_t)st.gpus[i].id;
-            fill_link_states(&st.gpus[i], ls->gpus[ls->numGpus].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU);
+            fill_link_states(DCGM_FE_GPU, st.gpus[i].id, ls->gpus[ls->numGpus].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU);
             ls->numGpus++;
+        }
+        for (int i = 0; i < st.nswitches && ls->numNvSwitches < DCGM_MAX_NUM_SWITCHES; i++) {
+            ls->nvSwitches[ls->numNvSwitches].entityId = (dcgm_field_eid_t)st.switches[i].id;
+            fill_link_states(DCGM_FE_SWITCH, st.switches[i].id, ls->nvSwitches[ls->numNvSwitches].linkState,
+                             DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH);
+            ls->numNvSwitches++;
         }
         RETURN(DCGM_ST_OK);
     }
@@ -1464,8 +1626,15 @@ API dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStat
         ls->version = dcgmNvLinkStatus_version4;
         for (int i = 0; i < st.ngpus && ls->numGpus < DCGM_MAX_NUM_DEVICES; i++) {
             ls->gpus[ls->numGpus].entityId = (dcgm_field_eid_t)st.gpus[i].id;
-            fill_link_states(&st.gpus[i], ls->gpus[ls->numGpus].linkState, DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3);
+            fill_link_states(DCGM_FE_GPU, st.gpus[i].id, ls->gpus[ls->numGpus].linkState,
+                             DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3);
             ls->numGpus++;
+        }
+        for (int i = 0; i < st.nswitches && ls->numNvSwitches < DCGM_MAX_NUM_SWITCHES; i++) {
+            ls->nvSwitches[ls->numNvSwitches].entityId = (dcgm_field_eid_t)st.switches[i].id;
+            fill_link_states(DCGM_FE_SWITCH, st.switches[i].id, ls->nvSwitches[ls->numNvSwitches].linkState,
+                             DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH);
+            ls->numNvSwitches++;
         }
         RETURN(DCGM_ST_OK);
     }
@@ -1473,7 +1642,11 @@ API dcgmReturn_t dcgmGetNvLinkLinkStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkStat
 }
 
 /* dcgmGetEntityGroupEntities lists the entities of a group: GPUs, GPU
- * instances, compute instances; the fake has no others and lists none.
+ * instances, compute instances; NVSwitches and NvLinks, which DCGM gets from
+ * its NvSwitch module (DcgmHostEngineHandler::GetAllEntitiesOfEntityGroup:
+ * DCGM_NVSWITCH_SR_GET_SWITCH_IDS, DCGM_NVSWITCH_SR_GET_LINK_IDS), so the
+ * links listed are the switches' ports, as dcgm_link_t ids; other groups
+ * list none.
  * DCGM_GEGE_FLAG_ONLY_SUPPORTED leaves out entities on GPUs DCGM cannot use.
  * *numEntities is capacity in, count out; a count above the capacity is
  * DCGM_ST_INSUFFICIENT_SIZE (tsapiGetEntityGroupEntities in DcgmApi.cpp). */
@@ -1512,6 +1685,16 @@ API dcgmReturn_t dcgmGetEntityGroupEntities(dcgmHandle_t dcgmHandle, dcgm_field_
                 ADD_ENTITY(st.cis[i].id);
         }
         break;
+    case DCGM_FE_SWITCH:
+        for (int i = 0; i < st.nswitches; i++)
+            ADD_ENTITY(st.switches[i].id);
+        break;
+    case DCGM_FE_LINK:
+        for (int i = 0; i < st.nswitches; i++)
+            for (int j = 0; j < DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH; j++)
+                if (link_state(DCGM_FE_SWITCH, st.switches[i].id, j) != DcgmNvLinkLinkStateNotSupported)
+                    ADD_ENTITY(link_encode(DCGM_FE_SWITCH, j, st.switches[i].id));
+        break;
     default:
         break;
     }
@@ -1531,6 +1714,10 @@ static int entity_exists(int eg, int id)
         return find_gi(id) != NULL;
     case DCGM_FE_GPU_CI:
         return find_ci(id) != NULL;
+    case DCGM_FE_SWITCH:
+        return find_switch(id) != NULL;
+    case DCGM_FE_LINK:
+        return link_exists(id);
     default:
         return 0;
     }
@@ -2024,6 +2211,28 @@ static const struct fact facts[] = {
     {DCGM_FI_PROF_NVLINK_RX_BYTES, DCGM_FT_INT64, 0, "nvlink_rx_bytes", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "NVLRX", ""},
     {DCGM_FI_DEV_GPU_RECOVERY_ACTION, DCGM_FT_INT64, 8, "gpu_recovery_action", DCGM_FS_DEVICE,
      NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, DCGM_FE_GPU, "GPURECOV", ""},
+    {DCGM_FI_DEV_FABRIC_MANAGER_STATUS, DCGM_FT_INT64, 8, "fabric_manager_status", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "FMSTA", ""},
+    {DCGM_FI_DEV_FABRIC_MANAGER_ERROR, DCGM_FT_INT64, 8, "fabric_manager_failure_code", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "FMFRC", ""},
+    {DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, DCGM_FT_INT64, 8, "nvlink_flit_crc_error_count_total", DCGM_FS_DEVICE,
+     NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, DCGM_FE_GPU, "NFELT", ""},
+    {DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL, DCGM_FT_INT64, 8, "nvlink_data_crc_error_count_total", DCGM_FS_DEVICE,
+     NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, DCGM_FE_GPU, "NDELT", ""},
+    {DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL, DCGM_FT_INT64, 8, "nvlink_replay_error_count_total", DCGM_FS_DEVICE,
+     NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, DCGM_FE_GPU, "NRELT", ""},
+    {DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL, DCGM_FT_INT64, 8, "nvlink_recovery_error_count_total", DCGM_FS_DEVICE,
+     NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, DCGM_FE_GPU, "NRCLT", ""},
+    {DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_TOTAL, DCGM_FT_INT64, 8, "nvlink_tx_throughput_total", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "NTXBWLT", "MB/"},
+    {DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_TOTAL, DCGM_FT_INT64, 8, "nvlink_rx_throughput_total", DCGM_FS_DEVICE, 0, DCGM_FE_GPU, "NRXBWLT", "MB/"},
+    {DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS, DCGM_FT_INT64, 8, "nvswitch_current_temperature", DCGM_FS_ENTITY, 0, DCGM_FE_SWITCH, "TMP01", "C"},
+    {DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX, DCGM_FT_INT64, 8, "nvswitch_throughput_tx", DCGM_FS_ENTITY, 0, DCGM_FE_SWITCH, "SWTX", ""},
+    {DCGM_FI_DEV_NVSWITCH_THROUGHPUT_RX, DCGM_FT_INT64, 8, "nvswitch_throughput_rx", DCGM_FS_ENTITY, 0, DCGM_FE_SWITCH, "SWRX", ""},
+    {DCGM_FI_DEV_SXID_FATAL_ERROR, DCGM_FT_INT64, 8, "nvswitch_fatal_error", DCGM_FS_ENTITY, 0, DCGM_FE_SWITCH, "SEN00", ""},
+    {DCGM_FI_DEV_SXID_NON_FATAL_ERROR, DCGM_FT_INT64, 8, "nvswitch_non_fatal_error", DCGM_FS_ENTITY, 0, DCGM_FE_SWITCH, "SEN01", ""},
+    {DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS, DCGM_FT_INT64, 8, "nvswitch_link_fatal_errors", DCGM_FS_ENTITY, 0, DCGM_FE_LINK, "SWLNKFE", ""},
+    {DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS, DCGM_FT_INT64, 8, "nvswitch_link_non_fatal_errors", DCGM_FS_ENTITY, 0, DCGM_FE_LINK, "SWLNKNF", ""},
+    {DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, DCGM_FT_INT64, 8, "nvlink_throughput_tx", DCGM_FS_ENTITY, 0, DCGM_FE_LINK, "SWLNKTX", ""},
+    {DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX, DCGM_FT_INT64, 8, "nvswitch_link_throughput_rx", DCGM_FS_ENTITY, 0, DCGM_FE_LINK, "SWLNKRX", ""},
+    {DCGM_FI_DEV_NVSWITCH_LINK_STATUS, DCGM_FT_INT64, 8, "nvswitch_nvlink_status", DCGM_FS_ENTITY, 0, DCGM_FE_LINK, "SWNVLNKST", ""},
 };
 
 #define NFACTS (sizeof(facts) / sizeof(facts[0]))

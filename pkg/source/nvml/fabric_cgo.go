@@ -1,0 +1,186 @@
+//go:build cgo && linux
+
+package nvml
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// linkInfo is one NVLink of a GPU: its index, the far end's PCI bus id and
+// device type (nvmlDeviceGetNvLinkRemotePciInfo,
+// nvmlDeviceGetNvLinkRemoteDeviceType), and its row in the inventory.
+type linkInfo struct {
+	index      int
+	remoteBus  string
+	remoteType nvml.IntNvLinkDeviceType
+	typeKnown  bool
+	row        int
+	entity     source.Entity
+}
+
+// scanLinks lists the NVLinks of a GPU: the link indices below
+// NVML_NVLINK_MAX_LINKS whose state NVML reports (nvmlDeviceGetNvLinkState
+// answers NOT_SUPPORTED for a GPU without NVLink, INVALID_ARGUMENT for an
+// index it does not have, nvml.h). A lost GPU fails.
+func scanLinks(uuid string, dev nvml.Device) ([]linkInfo, error) {
+	var links []linkInfo
+	for l := range nvml.NVLINK_MAX_LINKS {
+		_, ret := dev.GetNvLinkState(l)
+		switch ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_GPU_IS_LOST:
+			return nil, lostError{uuid: uuid}
+		case nvml.ERROR_NOT_SUPPORTED:
+			return links, nil // no NVLink on this GPU
+		default:
+			continue
+		}
+		li := linkInfo{index: l}
+		if pci, ret := dev.GetNvLinkRemotePciInfo(l); ret == nvml.SUCCESS {
+			li.remoteBus = busID(pci)
+		}
+		if t, ret := dev.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS {
+			li.remoteType, li.typeKnown = t, true
+		}
+		links = append(links, li)
+	}
+	return links, nil
+}
+
+// linkEntities gives each link its entity: the GPU's identity, the link
+// index, and its peer: a GPU of the inventory (by its PCI bus id) or an
+// NVSwitch, which NVML names by its PCI bus id.
+func linkEntities(gpus []*gpuInfo) {
+	byBus := map[string]int{}
+	for _, g := range gpus {
+		byBus[strings.ToUpper(g.entity.PCIBusID)] = g.entity.GPU
+	}
+	for _, g := range gpus {
+		for j := range g.links {
+			l := &g.links[j]
+			e := g.entity
+			e.Kind, e.Link, e.MemoryBytes = source.NVLink, l.index, 0
+			peer, isGPU := byBus[strings.ToUpper(l.remoteBus)]
+			switch {
+			case isGPU && l.remoteBus != "":
+				e.PeerType, e.Peer = source.PeerGPU, strconv.Itoa(peer)
+			case l.typeKnown && l.remoteType == nvml.NVLINK_DEVICE_TYPE_SWITCH && l.remoteBus != "":
+				e.PeerType, e.Peer = source.PeerNVSwitch, l.remoteBus
+			}
+			l.entity = e
+		}
+	}
+}
+
+// linkCounters are the NVLink error counters NVML reads per link
+// (nvmlDeviceGetNvLinkErrorCounter), by the DCGM field that counts them.
+func linkCounters() []struct {
+	id      uint16
+	counter nvml.NvLinkErrorCounter
+} {
+	return []struct {
+		id      uint16
+		counter nvml.NvLinkErrorCounter
+	}{
+		{409, nvml.NVLINK_ERROR_DL_CRC_FLIT},
+		{419, nvml.NVLINK_ERROR_DL_CRC_DATA},
+		{429, nvml.NVLINK_ERROR_DL_REPLAY},
+		{439, nvml.NVLINK_ERROR_DL_RECOVERY},
+	}
+}
+
+// linkStep reads one error counter of a link into column col.
+type linkStep struct {
+	counter nvml.NvLinkErrorCounter
+	col     int
+}
+
+// planLinks adds the per-link reads of set to p; colAt gives a field's
+// column at a level, or -1.
+func planLinks(p *plan, colAt func(uint16, fields.Level) int, given map[uint16]bool) {
+	for _, c := range linkCounters() {
+		if col := colAt(c.id, fields.LevelNVLink); col >= 0 {
+			p.link = append(p.link, linkStep{counter: c.counter, col: col})
+			given[c.id] = true
+		}
+	}
+}
+
+// readLinks reads the state and error counters of a GPU's links; it
+// returns false if the GPU is lost.
+func (res *gpuResult) readLinks(g *gpuInfo, p *plan, sample *source.Sample) bool {
+	n := len(sample.Fields)
+	for _, l := range g.links {
+		st, ret := g.dev.GetNvLinkState(l.index)
+		switch ret {
+		case nvml.SUCCESS:
+			// NVML_FEATURE_ENABLED: the link is active.
+			state := source.LinkDown
+			if st == nvml.FEATURE_ENABLED {
+				state = source.LinkUp
+			}
+			if l.row < len(sample.LinkStates) {
+				sample.LinkStates[l.row] = state
+			}
+		case nvml.ERROR_GPU_IS_LOST:
+			return false
+		default:
+			res.failures = append(res.failures, failure{"GetNvLinkState", ret})
+		}
+		row := sample.Values[l.row*n : (l.row+1)*n]
+		for _, s := range p.link {
+			v, ret := g.dev.GetNvLinkErrorCounter(l.index, s.counter)
+			switch ret {
+			case nvml.SUCCESS:
+				row[s.col] = source.IntValue(int64(v))
+			case nvml.ERROR_GPU_IS_LOST:
+				return false
+			default:
+				res.failures = append(res.failures, failure{"GetNvLinkErrorCounter", ret})
+			}
+		}
+	}
+	return true
+}
+
+// fabricManagerStatus reads the fabric manager's state for a GPU
+// (nvmlDeviceGetGpuFabricInfo) as DCGM reports it
+// (DcgmCacheManager::GetFMStatusFromStruct): the state as a
+// dcgmFabricManagerStatus_t, COMPLETED split into success (3) and failure
+// (4); the error is 0 on success and, on failure, NVML's return code
+// (DCGM translates it to its own code), Blank otherwise.
+func fabricManagerStatus(d nvml.Device, _ features, out []source.Value) nvml.Return {
+	info, ret := d.GetGpuFabricInfo()
+	if ret != nvml.SUCCESS {
+		return ret
+	}
+	switch info.State {
+	case nvml.GPU_FABRIC_STATE_NOT_SUPPORTED, nvml.GPU_FABRIC_STATE_NOT_STARTED, nvml.GPU_FABRIC_STATE_IN_PROGRESS:
+		out[0] = source.IntValue(int64(info.State)) // the same numbers as dcgmFabricManagerStatus_t
+	case nvml.GPU_FABRIC_STATE_COMPLETED:
+		if nvml.Return(info.Status) == nvml.SUCCESS {
+			out[0], out[1] = source.IntValue(3), source.IntValue(0)
+		} else {
+			out[0], out[1] = source.IntValue(4), source.IntValue(int64(info.Status))
+		}
+	default:
+		out[0] = source.IntValue(5) // DcgmFMStatusUnrecognized
+	}
+	return nvml.SUCCESS
+}
+
+// hasLinks reports whether some GPU has NVLinks.
+func hasLinks(gpus []*gpuInfo) bool {
+	for _, g := range gpus {
+		if len(g.links) > 0 {
+			return true
+		}
+	}
+	return false
+}
