@@ -171,6 +171,10 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	return c, nil
 }
 
+// Encoder returns the encoder of the collector's pages, for the server to
+// compress its self-metrics with the same writer.
+func (c *Collector) Encoder() *exposition.Encoder { return c.renderer.Encoder() }
+
 // Page returns the current page; never nil.
 func (c *Collector) Page() *exposition.Page { return c.page.Load() }
 

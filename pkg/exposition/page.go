@@ -36,6 +36,7 @@ type Page struct {
 	// and keeps no body no client asked for.
 	encoded [numFormats][numEncodings]lazyBytes
 	enc     *Encoder // shared with the renderer
+	observe func(time.Duration)
 }
 
 // Format is an exposition format of a page body.
@@ -70,9 +71,9 @@ func (p *Page) Body(f Format, e Encoding) []byte {
 	l.once.Do(func() {
 		enc := p.enc
 		if enc == nil { // a page not made by a Renderer (Empty)
-			enc = NewEncoder(nil)
+			enc = NewEncoder()
 		}
-		l.b = enc.Encode(e, plain)
+		l.b = enc.encodeObserved(e, plain, p.observe)
 	})
 	return l.b
 }
@@ -224,8 +225,12 @@ type header struct{ text, om []byte }
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
 	return &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies(),
-		enc: NewEncoder(opts.ObserveCompression)}
+		enc: NewEncoder()}
 }
+
+// Encoder returns the encoder of the renderer's pages, which others may
+// share (the server compresses its self-metrics with it).
+func (r *Renderer) Encoder() *Encoder { return r.enc }
 
 // WatchSet returns the fields to watch for k under the renderer's naming:
 // the counters' fields, then those the naming adds (label fields, inputs
@@ -254,6 +259,7 @@ func (r *Renderer) Render(in Input) *Page {
 		Series:      p.nseries,
 		Dropped:     p.dropped,
 		enc:         r.enc,
+		observe:     r.opts.ObserveCompression,
 	}
 }
 
