@@ -11,6 +11,7 @@ package exposition
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
@@ -18,7 +19,10 @@ import (
 )
 
 // Page is one rendered exposition. It is immutable once returned, and safe
-// for concurrent use.
+// for concurrent use. A page of a renderer with Options.RecycleBuffers
+// stays so while it is acquired (Acquire, Release) and, without that,
+// until its renderer has rendered two more pages: then its buffers may hold
+// a newer page.
 type Page struct {
 	// Text is the Prometheus text format 0.0.4.
 	Text []byte
@@ -37,6 +41,38 @@ type Page struct {
 	encoded [numFormats][numEncodings]lazyBytes
 	enc     *Encoder // shared with the renderer
 	observe func(time.Duration)
+
+	// recycled pages count their holders in refs: 1 for the renderer
+	// until it renders the page after next, plus one per Acquire not yet
+	// released. Once refs is 0 nobody can acquire the page again, and the
+	// renderer may claim its buffers (refs -1) for a new page.
+	recycled bool
+	refs     atomic.Int32
+}
+
+// Acquire keeps the page's bytes valid until Release. It returns false
+// when the page has been retired (its renderer may be reusing its
+// buffers): load the current page again and acquire that one.
+func (p *Page) Acquire() bool {
+	if !p.recycled {
+		return true
+	}
+	for {
+		n := p.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release ends an Acquire.
+func (p *Page) Release() {
+	if p.recycled {
+		p.refs.Add(-1)
+	}
 }
 
 // Format is an exposition format of a page body.
@@ -168,6 +204,10 @@ type Options struct {
 	// a page body took (they happen on the first scrape asking for a
 	// coding, not during the collection).
 	ObserveCompression func(time.Duration)
+	// RecycleBuffers lets the renderer write a page into the buffers of
+	// the page it rendered two renders before, when nobody holds that one
+	// any more: readers of its pages must Acquire and Release them.
+	RecycleBuffers bool
 }
 
 // Renderer turns Inputs into Pages. It keeps caches between calls and is
@@ -198,6 +238,9 @@ type Renderer struct {
 	enc          *Encoder // for the pages' compressed bodies
 
 	lastText, lastOM int
+	// retired are the last two pages rendered, newest first, whose buffers
+	// the renderer may reuse (Options.RecycleBuffers).
+	retired [2]*Page
 }
 
 // targetLabels is the cached label set of one target, label pairs without
@@ -252,23 +295,59 @@ func (r *Renderer) Derive(in *Input, k Counters) { r.scheme.derive(in, k) }
 
 // Render builds a page from one collection.
 func (r *Renderer) Render(in Input) *Page {
-	p := r.renderPlain(in)
-	return &Page{
+	var text, om []byte
+	if r.opts.RecycleBuffers {
+		text, om = r.reclaim()
+	}
+	p := r.renderPlain(in, text, om)
+	page := &Page{
 		Text:        p.text,
 		OpenMetrics: p.om,
 		Series:      p.nseries,
 		Dropped:     p.dropped,
 		enc:         r.enc,
 		observe:     r.opts.ObserveCompression,
+		recycled:    r.opts.RecycleBuffers,
 	}
+	if r.opts.RecycleBuffers {
+		page.refs.Store(1) // the renderer's hold, dropped two renders on
+		r.retired[0], r.retired[1] = page, r.retired[0]
+	}
+	return page
 }
 
-// renderPlain renders the text and OpenMetrics bodies.
-func (r *Renderer) renderPlain(in Input) *page {
+// reclaim drops the renderer's hold on the page rendered two renders ago
+// (its successor has been published since) and returns its buffers,
+// emptied, when nobody holds it; nil otherwise.
+func (r *Renderer) reclaim() (text, om []byte) {
+	old := r.retired[1]
+	r.retired[1] = nil
+	if old == nil {
+		return nil, nil
+	}
+	if old.refs.Add(-1) != 0 || !old.refs.CompareAndSwap(0, -1) {
+		return nil, nil // a scrape still holds it: it is left to the garbage collector
+	}
+	return old.Text[:0], old.OpenMetrics[:0]
+}
+
+// buffer returns b, emptied, when it can hold a body of the previous
+// page's size (append grows it if this page is larger), else a new buffer
+// of that size and an eighth more.
+func buffer(b []byte, last int) []byte {
+	if cap(b) == 0 || cap(b) < last {
+		return make([]byte, 0, last+last/8)
+	}
+	return b[:0]
+}
+
+// renderPlain renders the text and OpenMetrics bodies, into text and om
+// when they are large enough.
+func (r *Renderer) renderPlain(in Input, text, om []byte) *page {
 	r.refreshLabels(in)
 	p := &page{
-		text:  make([]byte, 0, r.lastText+r.lastText/8),
-		om:    make([]byte, 0, r.lastOM+r.lastOM/8),
+		text:  buffer(text, r.lastText),
+		om:    buffer(om, r.lastOM),
 		max:   r.opts.MaxSeries,
 		owner: r,
 		extra: r.extra[:0],

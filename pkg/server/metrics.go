@@ -111,6 +111,10 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e := negotiateEncoding(r.Header.Get("Accept-Encoding"))
 	page := h.pages.Page()
+	for !page.Acquire() { // retired since it was loaded: its successor is published
+		page = h.pages.Page()
+	}
+	defer page.Release()
 	self := h.selfMetrics()
 	body := page.Body(exposition.Format(f), e)
 	if body == nil { // the coding could not be set up: serve the plain body
