@@ -159,7 +159,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	c := &Collector{
 		cfg: cfg, src: src, attr: attr, logger: logger, m: m,
 		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM,
-			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }, RecycleBuffers: true}),
+			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }, RecycleBuffers: true, RenderOnDemand: true}),
 		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
 		up:       true, // so that a first failure is logged as a change
