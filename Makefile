@@ -50,9 +50,10 @@ lint: vet tools ## gofmt check, go vet and golangci-lint (pinned; gosec, errorli
 	@test -z "$$(gofmt -l $(GOFILES_DIRS))" || { echo "gofmt needed:"; gofmt -l $(GOFILES_DIRS); exit 1; }
 	$(TOOLS_BIN)/golangci-lint run ./...
 
-bench: ## Benchmarks with their baselines in the same run; fails when a target ratio is missed.
+bench: ## Benchmarks with their baselines in the same run, then make memory; fails when a target ratio or a memory target is missed.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
 	$(GO) test -count 1 -run TestPerformanceTargets ./pkg/exposition -args -targets
+	@$(MAKE) -s memory
 
 BENCHSTAT  := $(TOOLS_BIN)/benchstat
 BENCH_BASE ?=
@@ -82,7 +83,7 @@ load: build ## Bounded loopback load tests on the 64-GPU scenario: 64 scrapers f
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 1 -scrape-interval 15s -collect-interval 10s -duration 60s
 
 memory: build ## Resident memory and Go heap at start and in steady state under Prometheus-like scraping (gzip, OpenMetrics, every 0.5 s); 3 runs per scenario.
-	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s
+	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s -max-steady-rss demo=30,scale-64=40
 
 soak: ## Long soak: pod churn on every collection for SOAK_DURATION (default 10m), heap must stay flat.
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count 1 -timeout 0 -v -run TestPodChurnKeepsHeapFlat ./tests/soak
