@@ -13,7 +13,7 @@ SCENARIO  ?= demo
 TOOLS_BIN := $(CURDIR)/tests/tools/bin
 FUZZTIME  ?= 30s
 
-.PHONY: help build demo test test-short lint vet fmt bench load memory soak fuzz chart-sync rules-test dashboards docs e2e tools clean
+.PHONY: help build demo test test-short lint vet fmt bench bench-compare load memory soak fuzz chart-sync rules-test dashboards docs e2e tools clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -50,9 +50,20 @@ lint: vet tools ## gofmt check, go vet and golangci-lint (pinned; gosec, errorli
 	@test -z "$$(gofmt -l $(GOFILES_DIRS))" || { echo "gofmt needed:"; gofmt -l $(GOFILES_DIRS); exit 1; }
 	$(TOOLS_BIN)/golangci-lint run ./...
 
-bench: ## Benchmarks with their baselines in the same run; fails when a target ratio is missed.
+bench: ## Benchmarks with their baselines in the same run, then make memory; fails when a target ratio or a memory target is missed.
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./pkg/...
 	$(GO) test -count 1 -run TestPerformanceTargets ./pkg/exposition -args -targets
+	@$(MAKE) -s memory
+
+BENCHSTAT  := $(TOOLS_BIN)/benchstat
+BENCH_BASE ?=
+BENCH_COUNT ?= 6
+
+$(BENCHSTAT):
+	@$(MAKE) -s -C tests/tools $(BENCHSTAT)
+
+bench-compare: $(BENCHSTAT) ## Benchmarks on BENCH_BASE (default: the merge base with main) and on the working tree, alternating BENCH_COUNT rounds, compared by benchstat.
+	$(GO) run ./tests/benchcompare -benchstat $(BENCHSTAT) -count $(BENCH_COUNT) $(if $(BENCH_BASE),-base $(BENCH_BASE))
 
 rules-test: tools ## promtool check and unit tests of the alert and recording rules.
 	PATH="$(TOOLS_BIN):$$PATH" $(GO) test -count=1 ./rules/...
@@ -67,11 +78,12 @@ docs: ## Regenerate docs/metrics.md from the field catalog.
 e2e: tools ## Exporter on sim scenarios + real Prometheus + Alertmanager (about 70 s).
 	PATH="$(TOOLS_BIN):$$PATH" $(GO) test -count=1 -v ./tests/e2e/...
 
-load: build ## Bounded loopback load test: 64 scrapers for 10s on the 64-GPU scenario.
+load: build ## Bounded loopback load tests on the 64-GPU scenario: 64 scrapers for 10s; then the idle cost, one scraper every 15s at the default 10s interval for 60s (CPU as a fraction of a core).
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
+	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 1 -scrape-interval 15s -collect-interval 10s -duration 60s
 
 memory: build ## Resident memory and Go heap at start and in steady state under Prometheus-like scraping (gzip, OpenMetrics, every 0.5 s); 3 runs per scenario.
-	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s
+	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s -max-steady-rss demo=30,scale-64=40
 
 soak: ## Long soak: pod churn on every collection for SOAK_DURATION (default 10m), heap must stay flat.
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count 1 -timeout 0 -v -run TestPodChurnKeepsHeapFlat ./tests/soak

@@ -178,7 +178,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	c := &Collector{
 		cfg: cfg, src: src, attr: attr, logger: logger, m: m,
 		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM,
-			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }}),
+			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }, RecycleBuffers: true, RenderOnDemand: true}),
 		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
 		up:       true, // so that a first failure is logged as a change
@@ -190,7 +190,12 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	return c, nil
 }
 
-// Page returns the current page; never nil.
+// Encoder returns the encoder of the collector's pages, for the server to
+// compress its self-metrics with the same writer.
+func (c *Collector) Encoder() *exposition.Encoder { return c.renderer.Encoder() }
+
+// Page returns the current page; never nil. Its renderer recycles
+// buffers: Acquire the page before reading its bytes, Release it after.
 func (c *Collector) Page() *exposition.Page { return c.page.Load() }
 
 // notReadyYet is the /readyz body before the first good collection.

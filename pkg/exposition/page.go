@@ -11,6 +11,7 @@ package exposition
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
@@ -18,12 +19,17 @@ import (
 )
 
 // Page is one rendered exposition. It is immutable once returned, and safe
-// for concurrent use.
+// for concurrent use. A page of a renderer with Options.RecycleBuffers
+// stays so while it is acquired (Acquire, Release) and, without that,
+// until its renderer has rendered two more pages: then its buffers may hold
+// a newer page.
 type Page struct {
-	// Text is the Prometheus text format 0.0.4.
+	// Text is the Prometheus text format 0.0.4. Nil when the renderer
+	// left it out (Options.RenderOnDemand): Body makes it on request.
 	Text []byte
 	// OpenMetrics is the OpenMetrics 1.0 body without the final "# EOF"
-	// line, so that more families can follow it.
+	// line, so that more families can follow it. Nil when the renderer
+	// left it out, as Text.
 	OpenMetrics []byte
 	// Series is the number of samples on the page.
 	Series int
@@ -36,6 +42,48 @@ type Page struct {
 	// and keeps no body no client asked for.
 	encoded [numFormats][numEncodings]lazyBytes
 	enc     *Encoder // shared with the renderer
+	observe func(time.Duration)
+
+	// A format the renderer left out is made from the other on first
+	// request: the series lines are the same, only family headers differ,
+	// and heads says where they are. demand tells the renderer which
+	// formats scrapes asked for.
+	missing [numFormats]bool
+	heads   []headAt
+	derived [numFormats]lazyBytes
+	demand  *atomic.Uint32
+
+	// recycled pages count their holders in refs: 1 for the renderer
+	// until it renders the page after next, plus one per Acquire not yet
+	// released. Once refs is 0 nobody can acquire the page again, and the
+	// renderer may claim its buffers (refs -1) for a new page.
+	recycled bool
+	refs     atomic.Int32
+}
+
+// Acquire keeps the page's bytes valid until Release. It returns false
+// when the page has been retired (its renderer may be reusing its
+// buffers): load the current page again and acquire that one.
+func (p *Page) Acquire() bool {
+	if !p.recycled {
+		return true
+	}
+	for {
+		n := p.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release ends an Acquire.
+func (p *Page) Release() {
+	if p.recycled {
+		p.refs.Add(-1)
+	}
 }
 
 // Format is an exposition format of a page body.
@@ -59,22 +107,60 @@ func (p *Page) OpenMetricsGzip() []byte { return p.Body(FormatOpenMetrics, Gzip)
 // the first call and shared by every later one. It returns nil when the
 // coding could not be set up.
 func (p *Page) Body(f Format, e Encoding) []byte {
-	plain := p.Text
-	if f == FormatOpenMetrics {
-		plain = p.OpenMetrics
+	if f >= numFormats {
+		f = FormatText
 	}
-	if e == Identity || e >= numEncodings || f >= numFormats {
+	if p.demand != nil {
+		p.demand.Or(1 << f)
+	}
+	plain := p.plain(f)
+	if e == Identity || e >= numEncodings {
 		return plain
 	}
 	l := &p.encoded[f][e]
 	l.once.Do(func() {
 		enc := p.enc
 		if enc == nil { // a page not made by a Renderer (Empty)
-			enc = NewEncoder(nil)
+			enc = NewEncoder()
 		}
-		l.b = enc.Encode(e, plain)
+		l.b = enc.encodeObserved(e, plain, p.observe)
 	})
 	return l.b
+}
+
+// plain returns the body of format f, made from the other format when the
+// renderer left it out.
+func (p *Page) plain(f Format) []byte {
+	if p.missing[f] {
+		l := &p.derived[f]
+		l.once.Do(func() { l.b = p.convert(f) })
+		return l.b
+	}
+	if f == FormatOpenMetrics {
+		return p.OpenMetrics
+	}
+	return p.Text
+}
+
+// convert writes the body the renderer rendered with the family headers of
+// format to.
+func (p *Page) convert(to Format) []byte {
+	src := p.Text
+	if to == FormatText {
+		src = p.OpenMetrics
+	}
+	out := make([]byte, 0, len(src)+len(src)/16)
+	prev := 0
+	for _, h := range p.heads {
+		from, into := h.h.text, h.h.om
+		if to == FormatText {
+			from, into = h.h.om, h.h.text
+		}
+		out = append(out, src[prev:h.at]...)
+		out = append(out, into...)
+		prev = h.at + len(from)
+	}
+	return append(out, src[prev:]...)
 }
 
 type lazyBytes struct {
@@ -176,6 +262,15 @@ type Options struct {
 	// a page body took (they happen on the first scrape asking for a
 	// coding, not during the collection).
 	ObserveCompression func(time.Duration)
+	// RenderOnDemand renders only the formats scrapes asked for (Page.Body)
+	// since the previous render, or, when none asked, those of the
+	// previous render; a page makes a format left out from the other on
+	// the first request. Both formats are rendered until a first request.
+	RenderOnDemand bool
+	// RecycleBuffers lets the renderer write a page into the buffers of
+	// the page it rendered two renders before, when nobody holds that one
+	// any more: readers of its pages must Acquire and Release them.
+	RecycleBuffers bool
 }
 
 // Renderer turns Inputs into Pages. It keeps caches between calls and is
@@ -203,9 +298,17 @@ type Renderer struct {
 	families [numFamilies]Family
 	// scratch buffers of the page being rendered, kept between renders
 	extra, value []byte
+	heads        []headAt
 	enc          *Encoder // for the pages' compressed bodies
 
 	lastText, lastOM int
+	// retired are the last two pages rendered, newest first, whose buffers
+	// the renderer may reuse (Options.RecycleBuffers).
+	retired [2]*Page
+	// demand collects the formats scrapes asked for since the last render,
+	// as bits 1<<Format; formats are those rendered last.
+	demand  atomic.Uint32
+	formats uint32
 }
 
 // targetLabels is the cached label set of one target, label pairs without
@@ -233,8 +336,12 @@ type header struct{ text, om []byte }
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
 	return &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies(),
-		enc: NewEncoder(opts.ObserveCompression)}
+		enc: NewEncoder()}
 }
+
+// Encoder returns the encoder of the renderer's pages, which others may
+// share (the server compresses its self-metrics with it).
+func (r *Renderer) Encoder() *Encoder { return r.enc }
 
 // WatchSet returns the fields to watch for k under the renderer's naming:
 // the counters' fields, then those the naming adds (label fields, inputs
@@ -256,31 +363,102 @@ func (r *Renderer) Derive(in *Input, k Counters) { r.scheme.derive(in, k) }
 
 // Render builds a page from one collection.
 func (r *Renderer) Render(in Input) *Page {
-	p := r.renderPlain(in)
-	return &Page{
+	var text, om []byte
+	if r.opts.RecycleBuffers {
+		text, om = r.reclaim()
+	}
+	p := r.renderPlain(in, text, om)
+	page := &Page{
+		missing:     [numFormats]bool{!p.wantText, !p.wantOM},
 		Text:        p.text,
 		OpenMetrics: p.om,
 		Series:      p.nseries,
 		Dropped:     p.dropped,
 		enc:         r.enc,
+		observe:     r.opts.ObserveCompression,
+		recycled:    r.opts.RecycleBuffers,
 	}
+	if r.opts.RenderOnDemand {
+		page.demand = &r.demand
+		if !p.wantText || !p.wantOM {
+			page.heads = append([]headAt(nil), p.heads...)
+		}
+	}
+	if r.opts.RecycleBuffers {
+		page.refs.Store(1) // the renderer's hold, dropped two renders on
+		r.retired[0], r.retired[1] = page, r.retired[0]
+	}
+	return page
 }
 
-// renderPlain renders the text and OpenMetrics bodies.
-func (r *Renderer) renderPlain(in Input) *page {
+// reclaim drops the renderer's hold on the page rendered two renders ago
+// (its successor has been published since) and returns its buffers,
+// emptied, when nobody holds it; nil otherwise.
+func (r *Renderer) reclaim() (text, om []byte) {
+	old := r.retired[1]
+	r.retired[1] = nil
+	if old == nil {
+		return nil, nil
+	}
+	if old.refs.Add(-1) != 0 || !old.refs.CompareAndSwap(0, -1) {
+		return nil, nil // a scrape still holds it: it is left to the garbage collector
+	}
+	return old.Text[:0:cap(old.Text)], old.OpenMetrics[:0:cap(old.OpenMetrics)]
+}
+
+// wanted returns the formats to render: all without RenderOnDemand, else
+// those asked for since the last render, or the last render's when none
+// were.
+func (r *Renderer) wanted() (text, om bool) {
+	if !r.opts.RenderOnDemand {
+		return true, true
+	}
+	if d := r.demand.Swap(0); d != 0 {
+		r.formats = d
+	}
+	if r.formats == 0 {
+		return true, true // nobody asked yet
+	}
+	return r.formats&(1<<FormatText) != 0, r.formats&(1<<FormatOpenMetrics) != 0
+}
+
+// buffer returns b, emptied, when it can hold a body of the previous
+// page's size (append grows it if this page is larger), else a new buffer
+// of that size and an eighth more.
+func buffer(b []byte, last int) []byte {
+	if cap(b) == 0 || cap(b) < last {
+		return make([]byte, 0, last+last/8)
+	}
+	return b[:0]
+}
+
+// renderPlain renders the text and OpenMetrics bodies, into text and om
+// when they are large enough.
+func (r *Renderer) renderPlain(in Input, text, om []byte) *page {
 	r.refreshLabels(in)
 	p := &page{
-		text:  make([]byte, 0, r.lastText+r.lastText/8),
-		om:    make([]byte, 0, r.lastOM+r.lastOM/8),
 		max:   r.opts.MaxSeries,
 		owner: r,
 		extra: r.extra[:0],
 		value: r.value[:0],
+		heads: r.heads[:0],
+	}
+	p.wantText, p.wantOM = r.wanted()
+	if p.wantText {
+		p.text = buffer(text, r.lastText)
+	}
+	if p.wantOM {
+		p.om = buffer(om, r.lastOM)
 	}
 	r.refreshPlan(in)
 	r.scheme.render(p, in)
-	r.lastText, r.lastOM = len(p.text), len(p.om)
-	r.extra, r.value = p.extra, p.value
+	if p.wantText {
+		r.lastText = len(p.text)
+	}
+	if p.wantOM {
+		r.lastOM = len(p.om)
+	}
+	r.extra, r.value, r.heads = p.extra, p.value, p.heads
 	return p
 }
 

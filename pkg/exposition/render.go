@@ -21,6 +21,16 @@ type page struct {
 	max     int
 	// scratch buffers for one series
 	extra, value []byte
+	// the formats rendered (Options.RenderOnDemand); when one is left out,
+	// heads records where each family header sits in the other.
+	wantText, wantOM bool
+	heads            []headAt
+}
+
+// headAt is a family header at an offset of the one body rendered.
+type headAt struct {
+	at int
+	h  header
 }
 
 // family writes its header lazily, before its first kept series, so that
@@ -38,8 +48,19 @@ func (p *page) header(f *family) {
 		h = buildHeader(f)
 		p.owner.headers[k] = h
 	}
-	p.text = append(p.text, h.text...)
-	p.om = append(p.om, h.om...)
+	switch {
+	case p.wantText && p.wantOM:
+	case p.wantText:
+		p.heads = append(p.heads, headAt{at: len(p.text), h: h})
+	default:
+		p.heads = append(p.heads, headAt{at: len(p.om), h: h})
+	}
+	if p.wantText {
+		p.text = append(p.text, h.text...)
+	}
+	if p.wantOM {
+		p.om = append(p.om, h.om...)
+	}
 	f.started = true
 }
 
@@ -98,16 +119,29 @@ func (p *page) series(f *family, labels []byte, cut int, extra, value []byte) {
 	if !f.started {
 		p.header(f)
 	}
-	start := len(p.text)
-	p.text = append(p.text, f.name...)
-	p.text = append(p.text, '{')
-	p.text = append(p.text, labels[:cut]...)
-	p.text = append(p.text, extra...)
-	p.text = append(p.text, labels[cut:]...)
-	p.text = append(p.text, '}', ' ')
-	p.text = append(p.text, value...)
-	p.text = append(p.text, '\n')
-	p.om = append(p.om, p.text[start:]...)
+	// A series line is the same in both formats: write it into the first
+	// body rendered, copy it into the other.
+	b := p.text
+	if !p.wantText {
+		b = p.om
+	}
+	start := len(b)
+	b = append(b, f.name...)
+	b = append(b, '{')
+	b = append(b, labels[:cut]...)
+	b = append(b, extra...)
+	b = append(b, labels[cut:]...)
+	b = append(b, '}', ' ')
+	b = append(b, value...)
+	b = append(b, '\n')
+	if p.wantText {
+		p.text = b
+		if p.wantOM {
+			p.om = append(p.om, b[start:]...)
+		}
+	} else {
+		p.om = b
+	}
 	p.nseries++
 }
 

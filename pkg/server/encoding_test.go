@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"log/slog"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 )
@@ -120,5 +123,37 @@ func command(name string, args ...string) func(context.Context, []byte) ([]byte,
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Stdin = bytes.NewReader(b)
 		return cmd.Output()
+	}
+}
+
+type pagesWithEncoder struct {
+	fakePages
+	enc *exposition.Encoder
+}
+
+func (p *pagesWithEncoder) Encoder() *exposition.Encoder { return p.enc }
+
+// TestSelfMetricsShareThePagesEncoder: the self-metrics are compressed with
+// the pages' encoder when the pages have one, so that the process keeps one
+// gzip writer's state, not two.
+func TestSelfMetricsShareThePagesEncoder(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		pages Pages
+		share bool
+	}{
+		{"pages with an encoder", &pagesWithEncoder{enc: exposition.NewEncoder()}, true},
+		{"pages without", &fakePages{}, false},
+	} {
+		reg := prometheus.NewRegistry()
+		h, err := newMetricsHandler(tt.pages, reg, reg, slog.New(slog.DiscardHandler), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pe, ok := tt.pages.(*pagesWithEncoder)
+		if shared := ok && h.enc == pe.enc; shared != tt.share || h.enc == nil {
+			t.Errorf("%s: shared %v, want %v", tt.name, shared, tt.share)
+		}
 	}
 }

@@ -5,6 +5,12 @@
 // from /proc. It only ever talks to 127.0.0.1 and stops by itself.
 //
 //	go run ./tests/load -bin bin/gpu-exporter -scenario scale-64 -clients 64 -duration 10s
+//
+// With -scrape-interval each client waits that long between scrapes, which
+// measures the idle cost: one Prometheus scraping every 15 s, at the
+// default collection interval, costs the exporter this fraction of a core:
+//
+//	go run ./tests/load -scenario scale-64 -clients 1 -scrape-interval 15s -collect-interval 10s -duration 60s
 package main
 
 import (
@@ -42,8 +48,9 @@ func main() {
 	clients := flag.Int("clients", 64, "concurrent scrapers (at most 256)")
 	duration := flag.Duration("duration", 10*time.Second, "how long to scrape (at most 2m)")
 	interval := flag.Duration("collect-interval", time.Second, "exporter --collect.interval")
+	every := flag.Duration("scrape-interval", 0, "time each client waits between scrapes (0: back to back)")
 	flag.Parse()
-	if err := run(*bin, *scenario, *clients, *duration, *interval); err != nil {
+	if err := run(*bin, *scenario, *clients, *duration, *interval, *every); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
@@ -55,12 +62,15 @@ type result struct {
 	bytes     int64
 }
 
-func run(bin, scenario string, clients int, duration, interval time.Duration) error {
+func run(bin, scenario string, clients int, duration, interval, every time.Duration) error {
 	if clients < 1 || clients > maxClients {
 		return fmt.Errorf("-clients must be 1..%d, got %d", maxClients, clients)
 	}
 	if duration <= 0 || duration > maxDuration {
 		return fmt.Errorf("-duration must be in (0, %s], got %s", maxDuration, duration)
+	}
+	if every < 0 || every >= duration {
+		return fmt.Errorf("-scrape-interval must be in [0, -duration), got %s", every)
 	}
 	addr, err := freeLoopbackAddr()
 	if err != nil {
@@ -90,7 +100,9 @@ func run(bin, scenario string, clients int, duration, interval time.Duration) er
 		return err
 	}
 
-	res := scrapeFor(base+"/metrics", clients, duration)
+	start := time.Now()
+	res := scrapeFor(base+"/metrics", clients, duration, every)
+	elapsed := time.Since(start)
 
 	cpu1, err := cpuSeconds(pid)
 	if err != nil {
@@ -100,14 +112,14 @@ func run(bin, scenario string, clients int, duration, interval time.Duration) er
 	if err != nil {
 		return err
 	}
-	report(scenario, clients, duration, res, cpu1-cpu0, hwm)
+	report(scenario, clients, elapsed, every, interval, res, cpu1-cpu0, hwm)
 	if res.failures > 0 {
 		return fmt.Errorf("%d failed scrapes", res.failures)
 	}
 	return nil
 }
 
-func scrapeFor(url string, clients int, duration time.Duration) result {
+func scrapeFor(url string, clients int, duration, every time.Duration) result {
 	ctx, cancel := context.WithTimeout(context.Background(), duration)
 	defer cancel()
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: false}
@@ -136,6 +148,12 @@ func scrapeFor(url string, clients int, duration time.Duration) result {
 				}
 				mine = append(mine, time.Since(start))
 				bytes.Add(n)
+				if every > 0 {
+					select { // a scrape interval, not a wait for state
+					case <-ctx.Done():
+					case <-time.After(every - time.Since(start)):
+					}
+				}
 			}
 			mu.Lock()
 			all = append(all, mine...)
@@ -167,7 +185,7 @@ func scrapeOnce(client *http.Client, url string) (int64, error) {
 	return n, nil
 }
 
-func report(scenario string, clients int, duration time.Duration, r result, cpu float64, hwmKiB int64) {
+func report(scenario string, clients int, duration, every, interval time.Duration, r result, cpu float64, hwmKiB int64) {
 	sort.Slice(r.latencies, func(i, j int) bool { return r.latencies[i] < r.latencies[j] })
 	pct := func(p float64) time.Duration {
 		if len(r.latencies) == 0 {
@@ -176,10 +194,10 @@ func report(scenario string, clients int, duration time.Duration, r result, cpu 
 		return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
 	}
 	n := len(r.latencies)
-	fmt.Printf("scenario=%s clients=%d duration=%s\n", scenario, clients, duration)
+	fmt.Printf("scenario=%s clients=%d duration=%s scrape-interval=%s collect-interval=%s\n", scenario, clients, duration.Round(time.Millisecond), every, interval)
 	fmt.Printf("scrapes=%d failed=%d rate=%.0f/s bytes/scrape=%d\n", n, r.failures, float64(n)/duration.Seconds(), r.bytes/int64(max(n, 1)))
 	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(0.50), pct(0.90), pct(0.99), pct(1))
-	fmt.Printf("exporter cpu=%.2fs (%.1f%% of one core) peak_rss=%.1fMiB\n", cpu, 100*cpu/duration.Seconds(), float64(hwmKiB)/1024)
+	fmt.Printf("exporter cpu=%.2fs (%.2f%% of one core) peak_rss=%.1fMiB\n", cpu, 100*cpu/duration.Seconds(), float64(hwmKiB)/1024)
 }
 
 func freeLoopbackAddr() (string, error) {

@@ -47,7 +47,12 @@ func main() {
 	duration := flag.Duration("duration", 20*time.Second, "scraping time per run; the second half is steady state (at most 2m)")
 	scrapeEvery := flag.Duration("scrape-interval", 500*time.Millisecond, "time between scrapes")
 	collectEvery := flag.Duration("collect-interval", time.Second, "exporter --collect.interval")
+	maxRSS := flag.String("max-steady-rss", "", "targets: scenario=MiB,... of mean steady-state RSS; exit 1 when one is missed")
 	flag.Parse()
+	targets, err := parseTargets(*maxRSS)
+	if err != nil {
+		fail(err)
+	}
 	if *runs < 1 || *runs > maxRuns {
 		fail(fmt.Errorf("-runs must be 1..%d, got %d", maxRuns, *runs))
 	}
@@ -63,6 +68,7 @@ func main() {
 	}
 	fmt.Printf("binary=%s duration=%s scrape-interval=%s collect-interval=%s runs=%d\n", *bin, *duration, *scrapeEvery, *collectEvery, *runs)
 	fmt.Printf("%-10s %-28s %-28s %-28s %-28s %-28s %-28s\n", "scenario", "start_rss_MiB", "steady_rss_MiB", "steady_anon_MiB", "steady_file_MiB", "peak_rss_MiB", "steady_heap_inuse_MiB")
+	var missed []string
 	for _, scn := range strings.Split(*scenarios, ",") {
 		var all []measurement
 		for range *runs {
@@ -86,7 +92,39 @@ func main() {
 			col(func(m measurement) float64 { return m.steadyFile }),
 			col(func(m measurement) float64 { return m.peakRSS }),
 			col(func(m measurement) float64 { return m.steadyHeap }))
+		if limit, ok := targets[scn]; ok {
+			var sum float64
+			for _, m := range all {
+				sum += m.steadyRSS
+			}
+			if mean := sum / float64(len(all)) / (1 << 20); mean > limit {
+				missed = append(missed, fmt.Sprintf("%s: steady RSS %.1f MiB, target %.0f MiB", scn, mean, limit))
+			}
+		}
 	}
+	for _, m := range missed {
+		fmt.Println("target missed:", m)
+	}
+	if len(missed) > 0 {
+		os.Exit(1)
+	}
+}
+
+// parseTargets reads "scenario=MiB,scenario=MiB".
+func parseTargets(s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	if s == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		mib, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || mib <= 0 {
+			return nil, fmt.Errorf("-max-steady-rss: %q is not scenario=MiB", kv)
+		}
+		out[k] = mib
+	}
+	return out, nil
 }
 
 func fail(err error) {
