@@ -137,9 +137,9 @@ func (n *prometheusScheme) xidCounts(inv *source.Inventory) []XIDCount {
 }
 
 // label writes the entity's labels, then the holder's.
-func (*prometheusScheme) label(s *source.Sample, t Target, _ []int) targetLabels {
+func (*prometheusScheme) label(s *source.Sample, t Holding, _ []int) holdingLabels {
 	b := entityLabels(nil, &s.Inventory.Entities[t.Entity], t.Holder)
-	return targetLabels{b: b, window: len(b), attr: len(b)}
+	return holdingLabels{b: b, window: len(b), attr: len(b)}
 }
 
 // column scales a value to base units, or splits a bitmask into reasons.
@@ -156,7 +156,7 @@ func (*prometheusScheme) column(f *fields.Field, col int) column {
 
 // render writes the info families, the fields, the allocations, the XID
 // counters and the health families.
-func (*prometheusScheme) render(p *page, in Input) {
+func (*prometheusScheme) render(p *pageWriter, in Input) {
 	p.renderInfo(in)
 	p.renderFields(in)
 	p.renderAllocations(in)
@@ -166,7 +166,7 @@ func (*prometheusScheme) render(p *page, in Input) {
 
 // renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for
 // every MIG instance of the inventory, once each whatever the holders.
-func (p *page) renderInfo(in Input) {
+func (p *pageWriter) renderInfo(in Input) {
 	inv := in.Sample.Inventory
 	gpu := p.family(famGPUInfo)
 	mig := p.family(famMIGInfo)
@@ -192,10 +192,10 @@ func (p *page) renderInfo(in Input) {
 	}
 }
 
-// renderAllocations writes gpu_pod_allocation_info for every held target.
-func (p *page) renderAllocations(in Input) {
+// renderAllocations writes gpu_pod_allocation_info for every held entity.
+func (p *pageWriter) renderAllocations(in Input) {
 	fam := p.family(famAllocation)
-	for i, t := range in.Targets {
+	for i, t := range in.Holdings {
 		if t.Holder == nil {
 			continue
 		}
@@ -208,7 +208,7 @@ func (p *page) renderAllocations(in Input) {
 }
 
 // renderXIDs writes gpu_xid_errors_total.
-func (p *page) renderXIDs(in Input) {
+func (p *pageWriter) renderXIDs(in Input) {
 	if len(in.XIDs) == 0 {
 		return
 	}
@@ -226,7 +226,7 @@ func (p *page) renderXIDs(in Input) {
 
 // renderHealth writes gpu_lost for GPUs that left the inventory and
 // gpu_health_status for each incident of the source's health watches.
-func (p *page) renderHealth(in Input) {
+func (p *pageWriter) renderHealth(in Input) {
 	lost := p.family(famLost)
 	var b []byte
 	for _, g := range in.Lost {
