@@ -1,8 +1,10 @@
 package exposition
 
 import (
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -11,7 +13,201 @@ import (
 // windowSizeLabel carries the window of dcgm-exporter's window counters.
 const windowSizeLabel = "window_size_in_ms"
 
-// page is the state of one Render call.
+// Options tune rendering.
+type Options struct {
+	// MaxSeries caps the number of series on a page; 0 means no limit.
+	MaxSeries int
+	// Naming selects names, units and labels.
+	Naming Naming
+	// DCGM tunes dcgm naming.
+	DCGM DCGMOptions
+	// ObserveCompression, when set, is told how long each compression of
+	// a page body took (they happen on the first scrape asking for a
+	// coding, not during the collection).
+	ObserveCompression func(time.Duration)
+}
+
+// Renderer turns Inputs into Pages. It keeps caches between calls and is
+// not safe for concurrent use: one collector goroutine owns it.
+type Renderer struct {
+	opts Options
+	// scheme is the naming's implementation: labels, column plans, derived
+	// families and the order of the page.
+	scheme scheme
+
+	inv        *source.Inventory
+	version    uint64          // Input.HoldingsVersion the labels were built for
+	labels     []holdingLabels // per holding
+	labelCols  []int           // sample columns of Kind fields.Label, by label name
+	labelNames []string        // their label names
+	labelVals  []source.Value  // per holding, per labelCols: values the labels hold
+
+	plan       []column // per exported sample column, in page order
+	planFields []fields.Field
+	planExtra  int
+
+	headers map[headerKey]header
+	// families are the declared families besides the catalog's.
+	families [numFamilies]Family
+	// scratch buffers of the page being rendered, kept between renders
+	extra, value []byte
+	enc          *Encoder // for the pages' compressed bodies
+
+	lastText, lastOM int
+}
+
+// holdingLabels is the cached label set of one holding, label pairs without
+// braces, and where labels that vary per series go.
+type holdingLabels struct {
+	b []byte
+	// window is where window counter labels go: after the entity's labels,
+	// before the holder's.
+	window int
+	// attr is where per-value attributes (err_code, err_msg) go: in the
+	// holder's labels, kept in dcgm-exporter's sorted order.
+	attr int
+	// migParent is set on a GPU row whose GPU has MIG instances in the
+	// inventory (dcgm naming); see column.instancesOnly.
+	migParent bool
+}
+
+type headerKey struct {
+	name, help string
+	typ        fields.Type
+}
+
+type header struct{ text, om []byte }
+
+// NewRenderer returns a renderer.
+func NewRenderer(opts Options) *Renderer {
+	return &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies(),
+		enc: NewEncoder(opts.ObserveCompression)}
+}
+
+// WatchSet returns the fields to watch for k under the renderer's naming:
+// the counters' fields, then those the naming adds (label fields, inputs
+// of derived families). The last extra fields only feed derived families;
+// pass extra as Input.Extra.
+func (r *Renderer) WatchSet(k Counters) (set []fields.Field, extra int) {
+	return r.scheme.watchSet(k)
+}
+
+// WantsHealth reports whether the naming exports lost GPUs and health
+// incidents (Input.Lost, Input.Health).
+func (r *Renderer) WantsHealth() bool { return r.scheme.wantsHealth() }
+
+// Derive records the raw events of one collection (the sample's XID
+// events) and sets the families the naming derives from them on in: XID
+// counters since start (Input.XIDs) or window counters (Input.Windows),
+// configured by k. Call it once per collection, before Render.
+func (r *Renderer) Derive(in *Input, k Counters) { r.scheme.derive(in, k) }
+
+// Render builds a page from one collection.
+func (r *Renderer) Render(in Input) *Page {
+	p := r.renderPlain(in)
+	return &Page{
+		Text:        p.text,
+		OpenMetrics: p.om,
+		Series:      p.nseries,
+		Dropped:     p.dropped,
+		enc:         r.enc,
+	}
+}
+
+// renderPlain renders the text and OpenMetrics bodies.
+func (r *Renderer) renderPlain(in Input) *pageWriter {
+	r.refreshLabels(in)
+	p := &pageWriter{
+		text:  make([]byte, 0, r.lastText+r.lastText/8),
+		om:    make([]byte, 0, r.lastOM+r.lastOM/8),
+		max:   r.opts.MaxSeries,
+		owner: r,
+		extra: r.extra[:0],
+		value: r.value[:0],
+	}
+	r.refreshPlan(in)
+	r.scheme.render(p, in)
+	r.lastText, r.lastOM = len(p.text), len(p.om)
+	r.extra, r.value = p.extra, p.value
+	return p
+}
+
+// refreshLabels rebuilds the per-holding label sets when the inventory, the
+// attribution or (dcgm naming) a label field's value changed since the last
+// render.
+func (r *Renderer) refreshLabels(in Input) {
+	inv := in.Sample.Inventory
+	if inv == r.inv && in.HoldingsVersion == r.version && len(in.Holdings) == len(r.labels) && !r.labelValuesChanged(in) {
+		return
+	}
+	r.inv, r.version = inv, in.HoldingsVersion
+	r.findLabelColumns(in.Sample)
+	r.labels = make([]holdingLabels, len(in.Holdings))
+	r.labelVals = r.labelVals[:0]
+	for i, t := range in.Holdings {
+		for _, col := range r.labelCols {
+			r.labelVals = append(r.labelVals, in.Sample.At(t.Entity, col))
+		}
+		r.labels[i] = r.scheme.label(in.Sample, t, r.labelCols)
+	}
+}
+
+// findLabelColumns lists the sample columns of Kind fields.Label, sorted by
+// label name as dcgm-exporter sorts them; none when the naming ignores
+// label fields.
+func (r *Renderer) findLabelColumns(s *source.Sample) {
+	r.labelCols, r.labelNames = r.labelCols[:0], r.labelNames[:0]
+	if !r.scheme.labelFields() {
+		return
+	}
+	for col := range s.Fields {
+		if s.Fields[col].Kind == fields.Label {
+			r.labelCols = append(r.labelCols, col)
+		}
+	}
+	sort.SliceStable(r.labelCols, func(a, b int) bool {
+		return s.Fields[r.labelCols[a]].DCGMName < s.Fields[r.labelCols[b]].DCGMName
+	})
+	for _, col := range r.labelCols {
+		r.labelNames = append(r.labelNames, s.Fields[col].DCGMName)
+	}
+}
+
+// labelValuesChanged reports whether a label column holds another value
+// than the cached label sets were built from, or sits elsewhere.
+func (r *Renderer) labelValuesChanged(in Input) bool {
+	if !r.scheme.labelFields() {
+		return false
+	}
+	s := in.Sample
+	n := 0
+	for col := range s.Fields {
+		if s.Fields[col].Kind == fields.Label {
+			n++
+		}
+	}
+	if n != len(r.labelCols) {
+		return true
+	}
+	for i, col := range r.labelCols {
+		if col >= len(s.Fields) || s.Fields[col].Kind != fields.Label || s.Fields[col].DCGMName != r.labelNames[i] {
+			return true
+		}
+	}
+	k := 0
+	for _, t := range in.Holdings {
+		for _, col := range r.labelCols {
+			if s.At(t.Entity, col) != r.labelVals[k] {
+				return true
+			}
+			k++
+		}
+	}
+	return false
+}
+
+// pageWriter is the state of one Render call: it writes the series of
+// one page into its text and OpenMetrics bodies.
 type pageWriter struct {
 	owner   *Renderer
 	text    []byte
