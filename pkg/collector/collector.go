@@ -37,7 +37,7 @@ type Config struct {
 	Labels []fields.Field
 	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
 	// counters; nil leaves them out. Dcgm naming only.
-	XIDErrorsCount, ClockEventsCount *WindowCounter
+	XIDErrorsCount, ClockEventsCount *exposition.WindowCounter
 	// GPUs, when not empty, limits the exported entities to these GPU
 	// indices, with their MIG instances and links.
 	GPUs []int
@@ -60,13 +60,6 @@ type Config struct {
 	RequireGPUs bool
 }
 
-// Counters is what to collect; the naming decides what else it watches
-// and which families it derives.
-type Counters = exposition.Counters
-
-// WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters.
-type WindowCounter = exposition.WindowCounter
-
 func (c *Config) validate() error {
 	if c.Interval <= 0 {
 		return fmt.Errorf("collect interval must be positive, got %s", c.Interval)
@@ -80,7 +73,7 @@ func (c *Config) validate() error {
 	if c.MaxSeries < 0 {
 		return fmt.Errorf("max series must not be negative, got %d", c.MaxSeries)
 	}
-	for _, w := range []*WindowCounter{c.XIDErrorsCount, c.ClockEventsCount} {
+	for _, w := range []*exposition.WindowCounter{c.XIDErrorsCount, c.ClockEventsCount} {
 		if w != nil && w.Window <= 0 {
 			return fmt.Errorf("%s: window must be positive, got %s", w.Name, w.Window)
 		}
@@ -111,9 +104,9 @@ type Collector struct {
 
 	mu       sync.Mutex // serialises collections (Run and direct Collect calls)
 	renderer *exposition.Renderer
-	counters Counters       // what to collect; a change takes effect at the next Watch
-	watched  []fields.Field // set currently watched; nil forces a Watch
-	extra    int            // trailing columns of watched that only feed window counters
+	counters exposition.Counters // what to collect; a change takes effect at the next Watch
+	watched  []fields.Field      // set currently watched; nil forces a Watch
+	extra    int                 // trailing columns of watched that only feed window counters
 	pending  chan readResult
 	up       bool
 	lastInv  *source.Inventory
@@ -139,7 +132,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 		cfg: cfg, src: src, logger: logger, m: m,
 		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM,
 			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }}),
-		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
+		counters: exposition.Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
 		up:       true, // so that a first failure is logged as a change
 		join:     join{pods: attr, podInfo: cfg.PodInfo, jobs: cfg.Jobs, m: m},
@@ -186,8 +179,8 @@ func (c *Collector) SetFields(set []fields.Field) {
 
 // SetCounters replaces the fields, label fields and window counters from
 // the next collection on.
-func (c *Collector) SetCounters(k Counters) error {
-	for _, w := range []*WindowCounter{k.XIDErrorsCount, k.ClockEventsCount} {
+func (c *Collector) SetCounters(k exposition.Counters) error {
+	for _, w := range []*exposition.WindowCounter{k.XIDErrorsCount, k.ClockEventsCount} {
 		if w != nil && w.Window <= 0 {
 			return fmt.Errorf("%s: window must be positive, got %s", w.Name, w.Window)
 		}
