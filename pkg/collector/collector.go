@@ -2,6 +2,12 @@
 // source (with a deadline), joins each entity with the containers holding it,
 // renders a new exposition page and swaps it in whole. Scrapes read the
 // current page and never reach the source or the kubelet.
+//
+// Three parts, one file each: the loop (collector.go: tick, deadline,
+// readiness, self-metrics in metrics.go), the join (join.go: attribution
+// to pods and HPC jobs, cached until an input changes) and the events
+// (events.go: XID errors, health incidents and lost GPUs, the same for
+// every source). The Collector composes them.
 package collector
 
 import (
