@@ -268,7 +268,7 @@ func (c *Collector) collect(ctx context.Context) error {
 		c.lastInv = s.Inventory
 		c.countEntities(s.Inventory)
 	}
-	holdings, version := c.join.join(s.Inventory, c.filter.unfiltered(s.Inventory), c.join.snapshot())
+	holdings, version := c.join.apply(s.Inventory, c.filter.unfiltered(s.Inventory), c.join.snapshot())
 	t2 := time.Now()
 	c.m.stages[stageJoin].Observe(t2.Sub(t1).Seconds())
 	in := exposition.Input{Sample: s, Holdings: holdings, HoldingsVersion: version, Extra: c.extra}

@@ -66,12 +66,12 @@ func (j *join) snapshot() attributionKey {
 	return key
 }
 
-// join lists one holding per (entity, holding container or HPC job), or one
+// apply lists one holding per (entity, holding container or HPC job), or one
 // holding for an entity nobody holds, and the version of that list (it
 // changes whenever the list does). It is recomputed only when the
 // inventory or an attribution table changed. all is the source's inventory
 // before --collect.gpus: devices of GPUs left out are not unmatched.
-func (j *join) join(inv, all *source.Inventory, key attributionKey) ([]exposition.Holding, uint64) {
+func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]exposition.Holding, uint64) {
 	if inv == j.inv && key == j.key && j.holdings != nil {
 		return j.holdings, j.version
 	}
