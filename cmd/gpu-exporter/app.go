@@ -154,17 +154,17 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 
 // loadCounters returns what --collect.counters lists, or the built-in set of
 // the naming. The read stops when ctx is done.
-func (a *app) loadCounters(ctx context.Context) (collector.Counters, error) {
+func (a *app) loadCounters(ctx context.Context) (exposition.Counters, error) {
 	if a.o.countersCSV == "" {
 		if a.o.namingMode == exposition.NamingDCGM {
 			set, labels := a.cat.DCGMDefaults()
-			return collector.Counters{Fields: set, Labels: labels}, nil
+			return exposition.Counters{Fields: set, Labels: labels}, nil
 		}
-		return collector.Counters{Fields: a.cat.Defaults()}, nil
+		return exposition.Counters{Fields: a.cat.Defaults()}, nil
 	}
 	c, err := config.LoadCountersContext(ctx, a.o.countersCSV, a.cat)
 	if err != nil {
-		return collector.Counters{}, fmt.Errorf("--collect.counters: %w", err)
+		return exposition.Counters{}, fmt.Errorf("--collect.counters: %w", err)
 	}
 	for _, sk := range c.Skipped {
 		a.logger.Warn("counters file row skipped: gpu-exporter does not export it", "at", sk.Where, "name", sk.Name, "reason", sk.Reason)
@@ -172,7 +172,7 @@ func (a *app) loadCounters(ctx context.Context) (collector.Counters, error) {
 	for _, w := range c.Warnings {
 		a.logger.Warn("counters file row read with a change", "at", w.Where, "name", w.Name, "warning", w.Message)
 	}
-	k := collector.Counters{Fields: c.Fields}
+	k := exposition.Counters{Fields: c.Fields}
 	if a.o.namingMode != exposition.NamingDCGM {
 		if len(c.Labels) > 0 || c.XIDErrorsCount != nil || c.ClockEventsCount != nil {
 			a.logger.Info("counters file lists label fields or DCGM_EXP_* counters; they apply with --naming=dcgm only", "file", a.o.countersCSV)
@@ -186,11 +186,11 @@ func (a *app) loadCounters(ctx context.Context) (collector.Counters, error) {
 }
 
 // windowCounter configures a DCGM_EXP_* counter the counters file lists.
-func windowCounter(row *config.ExporterCounter, window time.Duration) *collector.WindowCounter {
+func windowCounter(row *config.ExporterCounter, window time.Duration) *exposition.WindowCounter {
 	if row == nil {
 		return nil
 	}
-	return &collector.WindowCounter{Name: row.Name, Help: row.Help, Type: row.Type, Window: window}
+	return &exposition.WindowCounter{Name: row.Name, Help: row.Help, Type: row.Type, Window: window}
 }
 
 // dcgmNaming returns the options of --naming=dcgm.

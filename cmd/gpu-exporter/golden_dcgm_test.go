@@ -31,8 +31,8 @@ func TestDemoGoldenDCGM(t *testing.T) {
 	set, labelFields := fields.MustNew().DCGMDefaults()
 	coll, err := collector.New(collector.Config{
 		Interval: time.Hour, Fields: set, Labels: labelFields,
-		XIDErrorsCount:   &collector.WindowCounter{Name: fields.XIDErrorsCountName, Help: "XID errors in the window.", Type: fields.Counter, Window: 5 * time.Minute},
-		ClockEventsCount: &collector.WindowCounter{Name: fields.ClockEventsCountName, Help: "Clock event samples in the window.", Type: fields.Counter, Window: 5 * time.Minute},
+		XIDErrorsCount:   &exposition.WindowCounter{Name: fields.XIDErrorsCountName, Help: "XID errors in the window.", Type: fields.Counter, Window: 5 * time.Minute},
+		ClockEventsCount: &exposition.WindowCounter{Name: fields.ClockEventsCountName, Help: "Clock event samples in the window.", Type: fields.Counter, Window: 5 * time.Minute},
 		Naming:           exposition.NamingDCGM,
 		DCGM:             exposition.DCGMOptions{Hostname: "gpu-node-1"},
 	}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())

@@ -19,6 +19,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 )
 
 // syncBuffer is a bytes.Buffer safe for the exporter's logger and the test.
@@ -191,20 +193,17 @@ func TestStartupErrors(t *testing.T) {
 // waitFor polls url until it answers want or the deadline passes.
 func waitFor(t *testing.T, url string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Problems(t, 20*time.Second, 20*time.Millisecond, func() []string {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == want {
-				return
-			}
+		if err != nil {
+			return []string{fmt.Sprintf("%s did not answer %d in time (last error %v)", url, want, err)}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer %d in time (last error %v)", url, want, err)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			return []string{fmt.Sprintf("%s did not answer %d in time (last answer %d)", url, want, resp.StatusCode)}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func scrape(t *testing.T, url string) (map[string]*dto.MetricFamily, []byte) {

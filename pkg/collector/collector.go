@@ -2,6 +2,12 @@
 // source (with a deadline), joins each entity with the containers holding it,
 // renders a new exposition page and swaps it in whole. Scrapes read the
 // current page and never reach the source or the kubelet.
+//
+// Three parts, one file each: the loop (collector.go: tick, deadline,
+// readiness, self-metrics in metrics.go), the join (join.go: attribution
+// to pods and HPC jobs, cached until an input changes) and the events
+// (events.go: XID errors, health incidents and lost GPUs, the same for
+// every source). The Collector composes them.
 package collector
 
 import (
@@ -17,27 +23,12 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
-	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // ErrReadInFlight is returned while an earlier, timed-out Read has not
 // returned yet: the collector never stacks calls on a hung source.
 var ErrReadInFlight = errors.New("previous source read still in flight")
-
-// Attribution gives the current pod-resources table. The same pointer is
-// returned while the table is unchanged.
-type Attribution interface {
-	Table() *podresources.Table
-}
-
-// JobAttribution gives the current HPC job table (the job-mapping
-// directory). The same pointer is returned while the table is unchanged.
-type JobAttribution interface {
-	Table() *hpcjobs.Table
-}
 
 // Config configures a Collector.
 type Config struct {
@@ -52,7 +43,7 @@ type Config struct {
 	Labels []fields.Field
 	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
 	// counters; nil leaves them out. Dcgm naming only.
-	XIDErrorsCount, ClockEventsCount *WindowCounter
+	XIDErrorsCount, ClockEventsCount *exposition.WindowCounter
 	// GPUs, when not empty, limits the exported entities to these GPU
 	// indices, with their MIG instances and links.
 	GPUs []int
@@ -78,28 +69,6 @@ type Config struct {
 	RequireGPUs bool
 }
 
-// PodInfo looks up what the Kubernetes API knows of a pod. Version changes
-// whenever a lookup could give a different answer.
-type PodInfo interface {
-	Lookup(namespace, pod string) (podlabels.Info, bool)
-	Version() uint64
-}
-
-// attributionKey identifies what the label sets were built from: the
-// kubelet's table and the pod informer's version.
-type attributionKey struct {
-	table   *podresources.Table
-	version uint64
-	jobs    *hpcjobs.Table
-}
-
-// Counters is what to collect; the naming decides what else it watches
-// and which families it derives.
-type Counters = exposition.Counters
-
-// WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters.
-type WindowCounter = exposition.WindowCounter
-
 func (c *Config) validate() error {
 	if c.Interval <= 0 {
 		return fmt.Errorf("collect interval must be positive, got %s", c.Interval)
@@ -113,7 +82,7 @@ func (c *Config) validate() error {
 	if c.MaxSeries < 0 {
 		return fmt.Errorf("max series must not be negative, got %d", c.MaxSeries)
 	}
-	for _, w := range []*WindowCounter{c.XIDErrorsCount, c.ClockEventsCount} {
+	for _, w := range []*exposition.WindowCounter{c.XIDErrorsCount, c.ClockEventsCount} {
 		if w != nil && w.Window <= 0 {
 			return fmt.Errorf("%s: window must be positive, got %s", w.Name, w.Window)
 		}
@@ -126,11 +95,13 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Collector owns the loop and the current page.
+// Collector owns the loop and the current page: it ticks, reads the source
+// with a deadline, hands the sample, the join and the events to the
+// renderer, publishes the page, and keeps readiness and self-metrics. The
+// join (join.go) and the events (events.go) are parts of their own.
 type Collector struct {
 	cfg    Config
 	src    source.Source
-	attr   Attribution
 	logger *slog.Logger
 	m      *metrics
 
@@ -142,20 +113,16 @@ type Collector struct {
 
 	mu       sync.Mutex // serialises collections (Run and direct Collect calls)
 	renderer *exposition.Renderer
-	counters Counters       // what to collect; a change takes effect at the next Watch
-	watched  []fields.Field // set currently watched; nil forces a Watch
-	extra    int            // trailing columns of watched that only feed window counters
+	counters exposition.Counters // what to collect; a change takes effect at the next Watch
+	watched  []fields.Field      // set currently watched; nil forces a Watch
+	extra    int                 // trailing columns of watched that only feed window counters
 	pending  chan readResult
 	up       bool
 	lastInv  *source.Inventory
+	filter   gpuFilter
 
-	filter gpuFilter
-
-	joinInv *source.Inventory
-	joinKey attributionKey
-	targets []exposition.Target
-
-	healthFailed bool // the last health check failed (logged once)
+	join   join
+	events events
 
 	started    time.Time         // when the current collection started
 	procFailed bool              // the last process accounting failed (logged once)
@@ -176,12 +143,14 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	m := newMetrics(src.Name())
 	compress := m.stages[stageCompress]
 	c := &Collector{
-		cfg: cfg, src: src, attr: attr, logger: logger, m: m,
+		cfg: cfg, src: src, logger: logger, m: m,
 		renderer: exposition.NewRenderer(exposition.Options{MaxSeries: cfg.MaxSeries, Naming: cfg.Naming, DCGM: cfg.DCGM,
 			ObserveCompression: func(d time.Duration) { compress.Observe(d.Seconds()) }, RecycleBuffers: true, RenderOnDemand: true}),
-		counters: Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
+		counters: exposition.Counters{Fields: cfg.Fields, Labels: cfg.Labels, XIDErrorsCount: cfg.XIDErrorsCount, ClockEventsCount: cfg.ClockEventsCount},
 		filter:   newGPUFilter(cfg.GPUs),
 		up:       true, // so that a first failure is logged as a change
+		join:     join{pods: attr, podInfo: cfg.PodInfo, jobs: cfg.Jobs, m: m},
+		events:   events{src: src, timeout: cfg.Timeout, logger: logger, m: m},
 	}
 	if err := c.m.register(reg, cfg.Jobs != nil); err != nil {
 		return nil, err
@@ -229,8 +198,8 @@ func (c *Collector) SetFields(set []fields.Field) {
 
 // SetCounters replaces the fields, label fields and window counters from
 // the next collection on.
-func (c *Collector) SetCounters(k Counters) error {
-	for _, w := range []*WindowCounter{k.XIDErrorsCount, k.ClockEventsCount} {
+func (c *Collector) SetCounters(k exposition.Counters) error {
+	for _, w := range []*exposition.WindowCounter{k.XIDErrorsCount, k.ClockEventsCount} {
 		if w != nil && w.Window <= 0 {
 			return fmt.Errorf("%s: window must be positive, got %s", w.Name, w.Window)
 		}
@@ -313,24 +282,13 @@ func (c *Collector) collect(ctx context.Context) error {
 		c.lastInv = s.Inventory
 		c.countEntities(s.Inventory)
 	}
-	var table *podresources.Table
-	if c.attr != nil {
-		table = c.attr.Table()
-	}
-	key := attributionKey{table: table}
-	if c.cfg.Jobs != nil {
-		key.jobs = c.cfg.Jobs.Table()
-	}
-	if c.cfg.PodInfo != nil {
-		key.version = c.cfg.PodInfo.Version() // read before the lookups: a change during them shows next time
-	}
-	targets := c.join(s.Inventory, key)
+	holdings, version := c.join.apply(s.Inventory, c.filter.unfiltered(s.Inventory), c.join.snapshot())
 	t2 := time.Now()
 	c.m.stages[stageJoin].Observe(t2.Sub(t1).Seconds())
-	in := exposition.Input{Sample: s, Targets: targets, Attribution: key, Extra: c.extra}
+	in := exposition.Input{Sample: s, Holdings: holdings, HoldingsVersion: version, Extra: c.extra}
 	in.Containers, in.Processes = c.processUsage(ctx, s.Inventory, c.renderer.WantsProcesses())
 	if c.renderer.WantsHealth() {
-		in.Lost, in.Health = c.health(ctx)
+		in.Lost, in.Health = c.events.health(ctx)
 	}
 	t3 := time.Now()
 	c.renderer.Derive(&in, c.counters)
@@ -384,95 +342,6 @@ func (c *Collector) read(ctx context.Context) (*source.Sample, error) {
 		c.m.errors.WithLabelValues("timeout").Inc()
 		return nil, fmt.Errorf("read %s source: no answer within %s: %w", c.src.Name(), c.cfg.Timeout, rctx.Err())
 	}
-}
-
-// join lists one target per (entity, holding container or HPC job), or one
-// target for an entity nobody holds. It is recomputed only when the
-// inventory or an attribution table changed.
-func (c *Collector) join(inv *source.Inventory, key attributionKey) []exposition.Target {
-	if inv == c.joinInv && key == c.joinKey && c.targets != nil {
-		return c.targets
-	}
-	table := key.table
-	targets := make([]exposition.Target, 0, len(inv.Entities))
-	for i := range inv.Entities {
-		hs := table.Holders(&inv.Entities[i])
-		jobs := key.jobs.Jobs(&inv.Entities[i])
-		holders := len(hs) + len(jobs)
-		if holders == 0 {
-			targets = append(targets, exposition.Target{Entity: i})
-			continue
-		}
-		for _, h := range hs {
-			targets = append(targets, exposition.Target{
-				Entity: i,
-				Holder: c.holder(h),
-				Shared: h.Shared || holders > 1, // a replica is shared even while it has one holder
-			})
-		}
-		for _, j := range jobs {
-			targets = append(targets, exposition.Target{
-				Entity: i,
-				Holder: &exposition.Holder{HPCJob: j.ID, HPCUser: j.User, HPCPartition: j.Partition},
-				Shared: holders > 1,
-			})
-		}
-	}
-	// Devices of GPUs left out by --collect.gpus are not unmatched: the
-	// source sees them.
-	table.UnmatchedCounts(c.filter.unfiltered(inv)).ByReason(func(reason string, n int) {
-		c.m.unmatched.WithLabelValues(reason).Set(float64(n))
-	})
-	c.m.jobsUnmatched.Set(float64(len(key.jobs.Unmatched(c.filter.unfiltered(inv)))))
-	c.joinInv, c.joinKey, c.targets = inv, key, targets
-	return targets
-}
-
-// holder converts a kubelet holder, adding what the pod informer knows.
-func (c *Collector) holder(h podresources.Holder) *exposition.Holder {
-	out := &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container, VGPU: h.VGPU}
-	if c.cfg.PodInfo == nil {
-		return out
-	}
-	info, ok := c.cfg.PodInfo.Lookup(h.Namespace, h.Pod)
-	if !ok {
-		return out
-	}
-	out.PodUID = info.UID
-	for _, l := range info.Labels {
-		out.Labels = append(out.Labels, exposition.Label{Name: l.Name, Value: l.Value})
-	}
-	return out
-}
-
-// health asks the source, when it can tell, which GPUs it lost and which
-// health watches fail. A failed health check is counted and leaves the
-// incidents out; it never fails the collection.
-func (c *Collector) health(ctx context.Context) ([]source.LostGPU, []source.HealthIncident) {
-	var lost []source.LostGPU
-	if lr, ok := c.src.(source.LostReporter); ok {
-		lost = lr.LostGPUs()
-	}
-	hr, ok := c.src.(source.HealthReporter)
-	if !ok {
-		return lost, nil
-	}
-	hctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	inc, err := hr.HealthIncidents(hctx)
-	if err != nil {
-		c.m.errors.WithLabelValues("health").Inc()
-		if !c.healthFailed {
-			c.logger.Warn("GPU health check failed; health status is not exported until it works", "source", c.src.Name(), "err", err)
-		}
-		c.healthFailed = true
-		return lost, nil
-	}
-	if c.healthFailed {
-		c.logger.Info("GPU health check works again", "source", c.src.Name())
-	}
-	c.healthFailed = false
-	return lost, inc
 }
 
 // countEntities sets gpu_exporter_gpus from a new inventory and, with

@@ -27,8 +27,8 @@ func TestDCGMNamingWatchSet(t *testing.T) {
 	serial.Kind = fields.Number // the collector marks label fields itself
 	c, err := New(Config{
 		Interval: time.Hour, Fields: testFields(t), Labels: []fields.Field{driver, serial},
-		XIDErrorsCount:   &WindowCounter{Name: fields.XIDErrorsCountName, Help: "x", Type: fields.Counter, Window: time.Minute},
-		ClockEventsCount: &WindowCounter{Name: fields.ClockEventsCountName, Help: "c", Type: fields.Counter, Window: time.Minute},
+		XIDErrorsCount:   &exposition.WindowCounter{Name: fields.XIDErrorsCountName, Help: "x", Type: fields.Counter, Window: time.Minute},
+		ClockEventsCount: &exposition.WindowCounter{Name: fields.ClockEventsCountName, Help: "c", Type: fields.Counter, Window: time.Minute},
 		Naming:           exposition.NamingDCGM, DCGM: exposition.DCGMOptions{Hostname: "h"},
 	}, src, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
@@ -64,7 +64,7 @@ func TestDCGMNamingWatchSet(t *testing.T) {
 
 	// SetCounters drops the dependency once the bitmask is listed itself.
 	f, _ := cat.ByID(fields.ClockEventReasonsID)
-	if err := c.SetCounters(Counters{Fields: []fields.Field{f}, ClockEventsCount: &WindowCounter{Name: "C", Window: time.Minute}}); err != nil {
+	if err := c.SetCounters(exposition.Counters{Fields: []fields.Field{f}, ClockEventsCount: &exposition.WindowCounter{Name: "C", Window: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Collect(context.Background()); err != nil {
@@ -73,7 +73,7 @@ func TestDCGMNamingWatchSet(t *testing.T) {
 	if len(src.set) != 1 || !bytes.Contains(c.Page().Text, []byte("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{")) {
 		t.Errorf("watched %d fields; bitmask exported: %v", len(src.set), bytes.Contains(c.Page().Text, []byte("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{")))
 	}
-	for _, bad := range []Counters{{}, {Fields: testFields(t), XIDErrorsCount: &WindowCounter{Name: "X"}}} {
+	for _, bad := range []exposition.Counters{{}, {Fields: testFields(t), XIDErrorsCount: &exposition.WindowCounter{Name: "X"}}} {
 		if err := c.SetCounters(bad); err == nil {
 			t.Errorf("SetCounters(%+v) accepted", bad)
 		}

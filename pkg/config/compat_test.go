@@ -78,54 +78,54 @@ func TestRowsDCGMExporterAcceptsLoad(t *testing.T) {
 	cat := fields.MustNew()
 	cases := []struct {
 		name, in string
-		check    func(*testing.T, *Counters)
+		check    func(*testing.T, *CountersFile)
 		warnings []Warning
 	}{
 		{"exporter counter twice", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_XID_ERRORS_COUNT, counter, a\nDCGM_EXP_XID_ERRORS_COUNT, gauge, b\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if x := c.XIDErrorsCount; x == nil || x.Help != "a" || x.Type != fields.Counter {
 					t.Errorf("XID count = %+v, want the first row", x)
 				}
 			}, []Warning{{Where: "c.csv:3", Name: "DCGM_EXP_XID_ERRORS_COUNT", Message: "c.csv:2"}}},
 		{"label twice by alias", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, a\nDCGM_FI_SYSTEM_DRIVER_VERSION, label, b\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if len(c.Labels) != 1 || c.Labels[0].DCGMName != "DCGM_FI_DRIVER_VERSION" {
 					t.Errorf("labels = %+v", c.Labels)
 				}
 			}, []Warning{{Where: "c.csv:3", Name: "DCGM_FI_SYSTEM_DRIVER_VERSION", Message: "c.csv:2"}}},
 		{"field twice by DCGM 4.6 name", "DCGM_FI_DEV_GPU_TEMP, gauge, a\nDCGM_FI_DEV_GPU_TEMP_CELSIUS, counter, b\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if len(c.Fields) != 1 || c.Fields[0].DCGMHelp != "a" || c.Fields[0].DCGMType != fields.Gauge {
 					t.Errorf("fields = %+v", c.Fields)
 				}
 			}, []Warning{{Where: "c.csv:2", Name: "DCGM_FI_DEV_GPU_TEMP_CELSIUS", Message: "c.csv:1"}}},
 		{"histogram and summary", "DCGM_FI_DEV_GPU_TEMP, histogram, t\nDCGM_FI_DEV_PCIE_REPLAY_COUNTER, summary, r\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if len(c.Fields) != 2 || c.Fields[0].DCGMType != fields.Gauge || c.Fields[1].DCGMType != fields.Counter {
 					t.Errorf("fields = %+v, want the catalog's types", c.Fields)
 				}
 			}, []Warning{{Where: "c.csv:1", Name: "DCGM_FI_DEV_GPU_TEMP", Message: "histogram"}, {Where: "c.csv:2", Name: "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", Message: "summary"}}},
 		{"string field as gauge", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_SERIAL, gauge, s\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if len(c.Labels) != 1 || c.Labels[0].ID != 53 || c.Labels[0].Kind != fields.Label {
 					t.Errorf("labels = %+v, want the serial as a label", c.Labels)
 				}
 			}, []Warning{{Where: "c.csv:2", Name: "DCGM_FI_DEV_SERIAL", Message: "label row"}}},
 		{"exporter counter as label", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_CLOCK_EVENTS_COUNT, label, a\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if x := c.ClockEventsCount; x == nil || x.Type != fields.Gauge {
 					t.Errorf("clock events = %+v, want a gauge", x)
 				}
 			}, []Warning{{Where: "c.csv:2", Name: "DCGM_EXP_CLOCK_EVENTS_COUNT", Message: "label"}}},
 		{"DCGM field outside the catalog", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_PCIE_LINK_GEN, gauge, g\ndcgm_fi_dev_nvlink_crc_flit_error_count_l0, counter, f\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if len(c.Fields) != 1 || len(c.Skipped) != 2 || c.Skipped[0].Where != "c.csv:2" || !strings.Contains(c.Skipped[0].Reason, "DCGM field 237 ") ||
 					!strings.Contains(c.Skipped[1].Reason, "DCGM field 400 ") {
 					t.Errorf("fields %d, skipped %+v; want the two rows skipped with their ids", len(c.Fields), c.Skipped)
 				}
 			}, nil},
 		{"quoted columns", "\"DCGM_FI_DEV_GPU_TEMP\",gauge,\"GPU temperature, in \"\"C\"\"\"\n",
-			func(t *testing.T, c *Counters) {
+			func(t *testing.T, c *CountersFile) {
 				if len(c.Fields) != 1 || c.Fields[0].DCGMHelp != `GPU temperature, in "C"` {
 					t.Errorf("fields = %+v", c.Fields)
 				}

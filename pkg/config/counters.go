@@ -13,11 +13,12 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 )
 
-// Counters is a parsed counters file. Each field keeps the file's spelling
+// CountersFile is a parsed counters file (what exposition.Counters, the
+// set to collect, is made from). Each field keeps the file's spelling
 // of its DCGM name (DCGMName), its type column (DCGMType) and its help column
 // (DCGMHelp): dcgm naming prints them, as dcgm-exporter does. Prometheus
 // naming uses the catalog's name, type and help whatever the file says.
-type Counters struct {
+type CountersFile struct {
 	// Fields to collect, in file order, each once.
 	Fields []fields.Field
 	// Labels are fields listed with type "label", with Kind fields.Label:
@@ -65,7 +66,7 @@ type Warning struct {
 // LoadCounters reads and parses a counters file. The path must be a regular
 // file; the read is bounded by ReadTimeout (LoadCountersContext also stops
 // when its context is done).
-func LoadCounters(path string, cat *fields.Catalog) (*Counters, error) {
+func LoadCounters(path string, cat *fields.Catalog) (*CountersFile, error) {
 	return LoadCountersContext(context.Background(), path, cat)
 }
 
@@ -79,8 +80,8 @@ func LoadCounters(path string, cat *fields.Catalog) (*Counters, error) {
 // catalog's type, each with a Warning or Skipped entry naming the line.
 // Bytes that are not UTF-8 (a Latin-1 "\xb0C" in a help column) are
 // replaced with U+FFFD here, where the text enters.
-func ParseCounters(name string, r io.Reader, cat *fields.Catalog) (*Counters, error) {
-	out := &Counters{}
+func ParseCounters(name string, r io.Reader, cat *fields.Catalog) (*CountersFile, error) {
+	out := &CountersFile{}
 	seen := map[seenKey]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -151,7 +152,7 @@ func (l location) String() string { return fmt.Sprintf("%s:%d", l.file, l.line) 
 
 // add files the row at under Fields, Labels, the exporter counters, Skipped
 // or Warnings. seen maps what earlier rows listed to their line.
-func (c *Counters) add(r row, at location, cat *fields.Catalog, seen map[seenKey]int) error {
+func (c *CountersFile) add(r row, at location, cat *fields.Catalog, seen map[seenKey]int) error {
 	where := at.String()
 	if reason, ok := fields.NotExported(r.name); ok {
 		c.Skipped = append(c.Skipped, Skipped{Where: where, Name: r.name, Reason: reason})
@@ -225,7 +226,7 @@ func (c *Counters) add(r row, at location, cat *fields.Catalog, seen map[seenKey
 // DCGM_EXP_* counters listed more than once. Its shipped
 // 1.x-compatibility-metrics.csv lists DCGM_FI_PROF_PCIE_TX_BYTES and
 // DCGM_FI_PROF_PCIE_RX_BYTES twice (dcgm_fi_prof_pcie_tx_bytes, ...).
-func (c *Counters) repeated(seen map[seenKey]int, k seenKey, r row, at location) bool {
+func (c *CountersFile) repeated(seen map[seenKey]int, k seenKey, r row, at location) bool {
 	prev, dup := seen[k]
 	if !dup {
 		seen[k] = at.line
@@ -241,7 +242,7 @@ func (c *Counters) repeated(seen map[seenKey]int, k seenKey, r row, at location)
 // and, for a DCGM_EXP_* counter, label, which dcgm-exporter accepts
 // (promMetricType in internal/pkg/counters/variables.go) but which cannot
 // describe one sample, become fallback with a warning.
-func (c *Counters) metricType(r row, at location, fallback fields.Type) (fields.Type, error) {
+func (c *CountersFile) metricType(r row, at location, fallback fields.Type) (fields.Type, error) {
 	switch r.typ {
 	case "gauge":
 		return fields.Gauge, nil

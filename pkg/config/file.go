@@ -36,7 +36,7 @@ func ReadFile(ctx context.Context, path string) ([]byte, error) {
 
 // LoadCountersContext reads and parses a counters file, the read bounded by
 // ctx and ReadTimeout.
-func LoadCountersContext(ctx context.Context, path string, cat *fields.Catalog) (*Counters, error) {
+func LoadCountersContext(ctx context.Context, path string, cat *fields.Catalog) (*CountersFile, error) {
 	data, err := ReadFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("counters file: %w", err)

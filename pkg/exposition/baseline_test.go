@@ -37,12 +37,12 @@ func baselineInput(ctx context.Context, scenario string) (exposition.Input, erro
 	if err != nil {
 		return exposition.Input{}, fmt.Errorf("scenario %s: %w", scenario, err)
 	}
-	targets := make([]exposition.Target, 0, len(s.Inventory.Entities))
+	targets := make([]exposition.Holding, 0, len(s.Inventory.Entities))
 	for i := range s.Inventory.Entities {
 		h := &exposition.Holder{Namespace: "ns-" + strconv.Itoa(i%8), Pod: "pod-" + strconv.Itoa(i), Container: "main"}
-		targets = append(targets, exposition.Target{Entity: i, Holder: h})
+		targets = append(targets, exposition.Holding{Entity: i, Holder: h})
 	}
-	return exposition.Input{Sample: s, Targets: targets, Attribution: s.Inventory}, nil
+	return exposition.Input{Sample: s, Holdings: targets, HoldingsVersion: 1}, nil
 }
 
 // baselineCollector exports an Input the usual way: one const metric per series,
@@ -81,7 +81,7 @@ func (c *baselineCollector) Collect(ch chan<- prometheus.Metric) {
 		if f.Type == fields.Counter {
 			vt = prometheus.CounterValue
 		}
-		for _, t := range c.in.Targets {
+		for _, t := range c.in.Holdings {
 			e := &s.Inventory.Entities[t.Entity]
 			x, ok := s.At(t.Entity, col).Number()
 			if !ok || !f.Levels.Has(e.Kind.Level()) {

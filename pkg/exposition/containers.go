@@ -67,7 +67,7 @@ func declareContainerFamilies(d *[numFamilies]Family) {
 }
 
 // renderContainers writes the process accounting families.
-func (p *page) renderContainers(in Input) {
+func (p *pageWriter) renderContainers(in Input) {
 	if len(in.Containers) == 0 && len(in.Processes) == 0 {
 		return
 	}

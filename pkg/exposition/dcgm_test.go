@@ -53,7 +53,7 @@ func TestDCGMNamingNamesLabelsAndRawValues(t *testing.T) {
 	s.Set(0, 1, source.IntValue(412002561281123))
 	s.Set(0, 2, source.FloatValue(640.25))
 	h := &Holder{Namespace: "ml", Pod: "trainer-0", Container: "main"}
-	p := dcgmRenderer(DCGMOptions{Hostname: "node-1"}).Render(Input{Sample: s, Targets: []Target{{Entity: 0, Holder: h}, {Entity: 1}}})
+	p := dcgmRenderer(DCGMOptions{Hostname: "node-1"}).Render(Input{Sample: s, Holdings: []Holding{{Entity: 0, Holder: h}, {Entity: 1}}})
 
 	labels := `{gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:3B:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1",container="main",namespace="ml",pod="trainer-0"}`
 	for prefix, want := range map[string]string{
@@ -105,7 +105,7 @@ func TestDCGMNamingMIGAndOptions(t *testing.T) {
 	})
 	s.Values = append(s.Values, source.IntValue(13))
 	h := &Holder{Namespace: "ns", Pod: "p", Container: "c"}
-	targets := []Target{{Entity: 0}, {Entity: 1, Holder: h}}
+	targets := []Holding{{Entity: 0}, {Entity: 1, Holder: h}}
 	cases := []struct {
 		name string
 		o    DCGMOptions
@@ -125,7 +125,7 @@ func TestDCGMNamingMIGAndOptions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := dcgmRenderer(tc.o).Render(Input{Sample: s, Targets: targets})
+			p := dcgmRenderer(tc.o).Render(Input{Sample: s, Holdings: targets})
 			if !strings.Contains(string(p.Text), tc.want+"\n") {
 				t.Errorf("MIG series not found\nwant %s\npage:\n%s", tc.want, p.Text)
 			}
@@ -146,7 +146,7 @@ func TestDCGMNamingBitmaskAndXID(t *testing.T) {
 	s.Set(2, 1, source.IntValue(999))
 	h := &Holder{Namespace: "ns", Pod: "p", Container: "c"}
 	r := dcgmRenderer(DCGMOptions{})
-	p := r.Render(Input{Sample: s, Targets: []Target{{Entity: 0, Holder: h}, {Entity: 1}, {Entity: 2}}})
+	p := r.Render(Input{Sample: s, Holdings: []Holding{{Entity: 0, Holder: h}, {Entity: 1}, {Entity: 2}}})
 	if got := seriesLine(t, p.Text, `DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{gpu="0"`); !strings.HasSuffix(got, "} 68") || strings.Contains(got, "reason") {
 		t.Errorf("bitmask series = %s, want the raw mask 68 without a reason label", got)
 	}
@@ -182,7 +182,7 @@ func TestDCGMNamingLabelFields(t *testing.T) {
 	s.Set(0, 3, source.IntValue(41))
 	s.Set(1, 3, source.FloatValue(40.5))
 	r := dcgmRenderer(DCGMOptions{Hostname: "h"})
-	in := Input{Sample: s, Targets: allTargets(s)}
+	in := Input{Sample: s, Holdings: allTargets(s)}
 	p := r.Render(in)
 	want0 := `,Hostname="h",DCGM_FI_DEV_GPU_TEMP="41",DCGM_FI_DEV_SERIAL="1650123456789",DCGM_FI_DRIVER_VERSION="550.54.15"} 1`
 	want1 := `,Hostname="h",DCGM_FI_DEV_GPU_TEMP="40.500000",DCGM_FI_DRIVER_VERSION="560.1"} 11`
@@ -223,8 +223,8 @@ func TestDCGMNamingWindows(t *testing.T) {
 	s.Values = append(s.Values, source.IntValue(3))
 	h := &Holder{Namespace: "ns", Pod: "p", Container: "c"}
 	in := Input{
-		Sample:  s,
-		Targets: []Target{{Entity: 0, Holder: h}, {Entity: 1}, {Entity: 2}},
+		Sample:   s,
+		Holdings: []Holding{{Entity: 0, Holder: h}, {Entity: 1}, {Entity: 2}},
 		Windows: []WindowFamily{
 			{Name: "DCGM_EXP_XID_ERRORS_COUNT", Help: "x", Type: fields.Counter, Label: WindowXID, Window: 5 * time.Minute,
 				Counts: []WindowCount{{Entity: 0, Event: "13", Count: 1}, {Entity: 0, Event: "79", Count: 2}, {Entity: 1}}},
@@ -264,11 +264,11 @@ func TestExtraColumnsAreNotExported(t *testing.T) {
 	set := []fields.Field{mustField(t, "DCGM_FI_DEV_GPU_UTIL"), mustField(t, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")}
 	s := testSample(t, 1, set)
 	for _, r := range []*Renderer{NewRenderer(Options{}), dcgmRenderer(DCGMOptions{})} {
-		p := r.Render(Input{Sample: s, Targets: allTargets(s), Extra: 1})
+		p := r.Render(Input{Sample: s, Holdings: allTargets(s), Extra: 1})
 		if bytes.Contains(p.Text, []byte("CLOCK")) || bytes.Contains(p.Text, []byte("clock")) {
 			t.Errorf("extra column exported:\n%s", p.Text)
 		}
-		p = r.Render(Input{Sample: s, Targets: allTargets(s)})
+		p = r.Render(Input{Sample: s, Holdings: allTargets(s)})
 		if !bytes.Contains(p.Text, []byte("CLOCK")) && !bytes.Contains(p.Text, []byte("clock")) {
 			t.Error("column plan not rebuilt when Extra changed")
 		}
@@ -285,7 +285,7 @@ func TestDCGMNamingMIGTakesGPULabelFields(t *testing.T) {
 	gi.Kind, gi.GPUInstance, gi.MIGProfile = source.GPUInstance, 3, "3g.40gb"
 	s.Inventory.Entities = append(s.Inventory.Entities, gi)
 	s.Values = append(s.Values, source.IntValue(77), source.Value{})
-	p := dcgmRenderer(DCGMOptions{}).Render(Input{Sample: s, Targets: allTargets(s)})
+	p := dcgmRenderer(DCGMOptions{}).Render(Input{Sample: s, Holdings: allTargets(s)})
 	if got := seriesLine(t, p.Text, `DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:3B:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",GPU_I_PROFILE`); !strings.HasSuffix(got, `GPU_I_ID="3",DCGM_FI_DEV_SERIAL="1650"} 77`) {
 		t.Errorf("MIG series = %s, want the GPU's serial", got)
 	}

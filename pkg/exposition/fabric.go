@@ -31,7 +31,7 @@ func declareFabricFamilies(d *[numFamilies]Family) {
 // renderFabric writes nvswitch_info for every NVSwitch, gpu_nvlink_up for
 // every GPU link in a known state and gpu_nvlink_peer_info for every GPU
 // link with a known peer; once each, whatever the holders.
-func (p *page) renderFabric(in Input) {
+func (p *pageWriter) renderFabric(in Input) {
 	s := in.Sample
 	inv := s.Inventory
 	info := p.family(famNVSwitchInfo)

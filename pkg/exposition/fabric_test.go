@@ -28,7 +28,7 @@ func fabricInput(t *testing.T, set []fields.Field) Input {
 	}
 	s.LinkStates = []source.LinkState{source.LinkUnknown, source.LinkUp, source.LinkDown, source.LinkUnknown, source.LinkUp}
 	h := &Holder{Namespace: "ml", Pod: "train", Container: "main"}
-	return Input{Sample: s, Targets: []Target{{Entity: 0, Holder: h}, {Entity: 1, Holder: h}, {Entity: 2, Holder: h}, {Entity: 3}, {Entity: 4}}}
+	return Input{Sample: s, Holdings: []Holding{{Entity: 0, Holder: h}, {Entity: 1, Holder: h}, {Entity: 2, Holder: h}, {Entity: 3}, {Entity: 4}}}
 }
 
 func TestFabricSeries(t *testing.T) {

@@ -82,7 +82,7 @@ func Families() []Family {
 }
 
 // family starts the declared family id on the page.
-func (p *page) family(id familyID) family {
+func (p *pageWriter) family(id familyID) family {
 	d := &p.owner.families[id]
 	return family{name: d.Name, help: d.Help, typ: d.Type}
 }

@@ -30,7 +30,7 @@ func FuzzLabelValuesRoundTrip(f *testing.F) {
 		s := source.NewSample(testTime, inv, set)
 		s.Set(0, 0, source.FloatValue(v))
 		h := &Holder{Namespace: ns, Pod: pod, Container: container}
-		p := r.Render(Input{Sample: s, Targets: []Target{{Entity: 0, Holder: h}}})
+		p := r.Render(Input{Sample: s, Holdings: []Holding{{Entity: 0, Holder: h}}})
 
 		parser := expfmt.NewTextParser(model.LegacyValidation)
 		fams, err := parser.TextToMetricFamilies(bytes.NewReader(p.Text))

@@ -17,7 +17,7 @@ func TestHPCJobHolderLabels(t *testing.T) {
 	set := []fields.Field{mustField(t, "DCGM_FI_DEV_XID_ERRORS")}
 	s := testSample(t, 1, set)
 	s.Set(0, 0, source.IntValue(79))
-	targets := []Target{
+	targets := []Holding{
 		{Entity: 0, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}, Shared: true},
 		{Entity: 0, Holder: &Holder{HPCJob: "4243"}, Shared: true},
 	}
@@ -38,7 +38,7 @@ func TestHPCJobHolderLabels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := NewRenderer(tc.opts).Render(Input{Sample: s, Targets: targets})
+			p := NewRenderer(tc.opts).Render(Input{Sample: s, Holdings: targets})
 			var got []string
 			for _, l := range strings.Split(string(p.Text), "\n") {
 				if strings.HasPrefix(l, tc.prefix) {

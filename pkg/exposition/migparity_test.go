@@ -50,7 +50,7 @@ func TestDCGMNamingMIGNoDoubleCount(t *testing.T) {
 		t.Run(tc.naming.String(), func(t *testing.T) {
 			t.Parallel()
 			s := migNode(t)
-			p := NewRenderer(Options{Naming: tc.naming}).Render(Input{Sample: s, Targets: allTargets(s)})
+			p := NewRenderer(Options{Naming: tc.naming}).Render(Input{Sample: s, Holdings: allTargets(s)})
 			fams := parseText(t, p.Text)
 			fb := fams[tc.family]
 			if fb == nil {

@@ -127,12 +127,12 @@ type scheme interface {
 	// labelFields reports whether sample columns of Kind fields.Label
 	// become labels of their entity's series.
 	labelFields() bool
-	// label builds the label set of one target.
-	label(s *source.Sample, t Target, labelCols []int) targetLabels
+	// label builds the label set of one holding.
+	label(s *source.Sample, t Holding, labelCols []int) holdingLabels
 	// column plans how sample column col, field f, becomes series.
 	column(f *fields.Field, col int) column
 	// render writes the page's families in the naming's order.
-	render(p *page, in Input)
+	render(p *pageWriter, in Input)
 }
 
 // namingDoc is how the metrics doc introduces the families a naming adds.

@@ -14,7 +14,7 @@ import (
 // file's types and help, DCGM's native units, the raw bitmask, its labels
 // (label fields among them) and its window counters.
 type dcgmScheme struct {
-	labeler func(s *source.Sample, t Target, labelCols []int) targetLabels
+	labeler func(s *source.Sample, t Holding, labelCols []int) holdingLabels
 	xidAttr map[int64][]byte // ,err_code="N",err_msg="…" per code
 	windows windows
 	// clockEvents is the clock event bitmask field, watched for the clock
@@ -79,7 +79,7 @@ func (n *dcgmScheme) derive(in *Input, k Counters) {
 	in.Windows = n.windows.update(in.Sample, k)
 }
 
-func (n *dcgmScheme) label(s *source.Sample, t Target, labelCols []int) targetLabels {
+func (n *dcgmScheme) label(s *source.Sample, t Holding, labelCols []int) holdingLabels {
 	return n.labeler(s, t, labelCols)
 }
 
@@ -96,7 +96,7 @@ func (n *dcgmScheme) column(f *fields.Field, col int) column {
 }
 
 // render writes the fields, then the window counters.
-func (*dcgmScheme) render(p *page, in Input) {
+func (*dcgmScheme) render(p *pageWriter, in Input) {
 	p.renderFields(in)
 	for i := range in.Windows {
 		p.renderWindow(in, &in.Windows[i])
@@ -124,12 +124,12 @@ func (n *dcgmScheme) xidAttribute(code int64) []byte {
 // dcgmLabeler returns the label builder of dcgm naming. Labels come in
 // dcgm-exporter's order: the entity's fixed labels, the hostname, the label
 // fields sorted by name, then the holder's labels sorted by name.
-func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Target, labelCols []int) targetLabels {
+func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Holding, labelCols []int) holdingLabels {
 	uuid, pod, namespace, container := "UUID", "pod", "namespace", "container"
 	if o.OldNamespace {
 		uuid, pod, namespace, container = "uuid", "pod_name", "pod_namespace", "container_name"
 	}
-	return func(s *source.Sample, t Target, labelCols []int) targetLabels {
+	return func(s *source.Sample, t Holding, labelCols []int) holdingLabels {
 		e := &s.Inventory.Entities[t.Entity]
 		var b []byte
 		switch e.Kind {
@@ -182,7 +182,7 @@ func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Target, labelCols []int
 				b = appendLabel(b, false, f.DCGMName, v)
 			}
 		}
-		l := targetLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU)}
+		l := holdingLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU)}
 		if h := t.Holder; h != nil && h.HPCJob != "" {
 			l.attr = len(b) // err_code and err_msg sort before hpc_*
 			b = appendHPCJob(b, h)
@@ -262,13 +262,13 @@ func labelValue(v source.Value) (string, bool) {
 }
 
 // renderWindow writes one of dcgm-exporter's window counters: for every
-// target on a GPU, one series per event kind counted in the window, or one
+// holding on a GPU, one series per event kind counted in the window, or one
 // zero series without the event label when there was none.
-func (p *page) renderWindow(in Input, w *WindowFamily) {
+func (p *pageWriter) renderWindow(in Input, w *WindowFamily) {
 	fam := family{name: w.Name, help: w.Help, typ: w.Type}
 	window := strconv.FormatInt(w.Window.Milliseconds(), 10)
 	eventFirst := w.Label < windowSizeLabel // dcgm-exporter sorts these labels by name
-	for i, t := range in.Targets {
+	for i, t := range in.Holdings {
 		if in.Sample.Inventory.Entities[t.Entity].Kind != source.GPU {
 			continue
 		}

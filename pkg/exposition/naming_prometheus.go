@@ -138,9 +138,9 @@ func (n *prometheusScheme) xidCounts(inv *source.Inventory) []XIDCount {
 }
 
 // label writes the entity's labels, then the holder's.
-func (*prometheusScheme) label(s *source.Sample, t Target, _ []int) targetLabels {
+func (*prometheusScheme) label(s *source.Sample, t Holding, _ []int) holdingLabels {
 	b := entityLabels(nil, &s.Inventory.Entities[t.Entity], t.Holder)
-	return targetLabels{b: b, window: len(b), attr: len(b)}
+	return holdingLabels{b: b, window: len(b), attr: len(b)}
 }
 
 // column scales a value to base units, or splits a bitmask into reasons.
@@ -157,7 +157,7 @@ func (*prometheusScheme) column(f *fields.Field, col int) column {
 
 // render writes the info families, the fields, the allocations, the XID
 // counters and the health families.
-func (*prometheusScheme) render(p *page, in Input) {
+func (*prometheusScheme) render(p *pageWriter, in Input) {
 	p.renderInfo(in)
 	p.renderFabric(in)
 	p.renderFields(in)
@@ -169,7 +169,7 @@ func (*prometheusScheme) render(p *page, in Input) {
 
 // renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for
 // every MIG instance of the inventory, once each whatever the holders.
-func (p *page) renderInfo(in Input) {
+func (p *pageWriter) renderInfo(in Input) {
 	inv := in.Sample.Inventory
 	gpu := p.family(famGPUInfo)
 	mig := p.family(famMIGInfo)
@@ -195,10 +195,10 @@ func (p *page) renderInfo(in Input) {
 	}
 }
 
-// renderAllocations writes gpu_pod_allocation_info for every held target.
-func (p *page) renderAllocations(in Input) {
+// renderAllocations writes gpu_pod_allocation_info for every held entity.
+func (p *pageWriter) renderAllocations(in Input) {
 	fam := p.family(famAllocation)
-	for i, t := range in.Targets {
+	for i, t := range in.Holdings {
 		// A GPU's links are held with it, but allocations are of GPUs and
 		// MIG instances: one series each.
 		if k := in.Sample.Inventory.Entities[t.Entity].Kind; t.Holder == nil || k != source.GPU && k != source.GPUInstance {
@@ -213,7 +213,7 @@ func (p *page) renderAllocations(in Input) {
 }
 
 // renderXIDs writes gpu_xid_errors_total.
-func (p *page) renderXIDs(in Input) {
+func (p *pageWriter) renderXIDs(in Input) {
 	if len(in.XIDs) == 0 {
 		return
 	}
@@ -231,7 +231,7 @@ func (p *page) renderXIDs(in Input) {
 
 // renderHealth writes gpu_lost for GPUs that left the inventory and
 // gpu_health_status for each incident of the source's health watches.
-func (p *page) renderHealth(in Input) {
+func (p *pageWriter) renderHealth(in Input) {
 	lost := p.family(famLost)
 	var b []byte
 	for _, g := range in.Lost {

@@ -198,9 +198,10 @@ type Label struct {
 	Name, Value string
 }
 
-// Target is one labelled row of the page: an entity of the sample, and the
-// container holding it (nil when no container does).
-type Target struct {
+// Holding is one labelled row of the page: an entity of the sample, and
+// the container or HPC job holding it (nil when nobody does). An entity
+// held by several has one holding per holder.
+type Holding struct {
 	Entity int
 	Holder *Holder
 	// Shared is true when several containers hold the entity.
@@ -220,15 +221,14 @@ type XIDCount struct {
 // Input is what one collection hands to the renderer.
 type Input struct {
 	Sample *source.Sample
-	// Targets lists, for every entity to export, one target per holding
-	// container (or one without a holder). Entities not listed are not
+	// Holdings lists, for every entity to export, one holding per container
+	// or HPC job holding it (or one without a holder). Entities not listed are not
 	// exported.
-	Targets []Target
-	// Attribution identifies the attribution snapshot Targets came from.
-	// Label sets are rebuilt only when it or Sample.Inventory changes, so it
-	// must change whenever the holders change (a pointer to an immutable
-	// snapshot is ideal).
-	Attribution any
+	Holdings []Holding
+	// HoldingsVersion identifies Holdings: label sets are rebuilt only when
+	// it or Sample.Inventory changes, so it must change whenever the
+	// holdings do (the collector's join counts its rebuilds).
+	HoldingsVersion uint64
 	// XIDs are per-GPU, per-code XID counters, sorted by entity then code
 	// (Prometheus naming); Derive sets them from the sample's XID events.
 	XIDs []XIDCount
@@ -282,12 +282,11 @@ type Renderer struct {
 	scheme scheme
 
 	inv        *source.Inventory
-	attr       any
-	labels     []targetLabels // per target
-	targets    []Target
-	labelCols  []int          // sample columns of Kind fields.Label, by label name
-	labelNames []string       // their label names
-	labelVals  []source.Value // per target, per labelCols: values the labels hold
+	version    uint64
+	labels     []holdingLabels // per holding
+	labelCols  []int           // sample columns of Kind fields.Label, by label name
+	labelNames []string        // their label names
+	labelVals  []source.Value  // per target, per labelCols: values the labels hold
 
 	plan       []column // per exported sample column, in page order
 	planFields []fields.Field
@@ -311,9 +310,9 @@ type Renderer struct {
 	formats uint32
 }
 
-// targetLabels is the cached label set of one target, label pairs without
+// holdingLabels is the cached label set of one holding, label pairs without
 // braces, and where labels that vary per series go.
-type targetLabels struct {
+type holdingLabels struct {
 	b []byte
 	// window is where window counter labels go: after the entity's labels,
 	// before the holder's.
@@ -434,9 +433,9 @@ func buffer(b []byte, last int) []byte {
 
 // renderPlain renders the text and OpenMetrics bodies, into text and om
 // when they are large enough.
-func (r *Renderer) renderPlain(in Input, text, om []byte) *page {
+func (r *Renderer) renderPlain(in Input, text, om []byte) *pageWriter {
 	r.refreshLabels(in)
-	p := &page{
+	p := &pageWriter{
 		max:   r.opts.MaxSeries,
 		owner: r,
 		extra: r.extra[:0],
@@ -467,15 +466,14 @@ func (r *Renderer) renderPlain(in Input, text, om []byte) *page {
 // render.
 func (r *Renderer) refreshLabels(in Input) {
 	inv := in.Sample.Inventory
-	if inv == r.inv && in.Attribution == r.attr && len(in.Targets) == len(r.labels) && !r.labelValuesChanged(in) {
+	if inv == r.inv && in.HoldingsVersion == r.version && len(in.Holdings) == len(r.labels) && !r.labelValuesChanged(in) {
 		return
 	}
-	r.inv, r.attr = inv, in.Attribution
-	r.targets = append(r.targets[:0], in.Targets...)
+	r.inv, r.version = inv, in.HoldingsVersion
 	r.findLabelColumns(in.Sample)
-	r.labels = make([]targetLabels, len(in.Targets))
+	r.labels = make([]holdingLabels, len(in.Holdings))
 	r.labelVals = r.labelVals[:0]
-	for i, t := range in.Targets {
+	for i, t := range in.Holdings {
 		for _, col := range r.labelCols {
 			r.labelVals = append(r.labelVals, in.Sample.At(t.Entity, col))
 		}
@@ -526,7 +524,7 @@ func (r *Renderer) labelValuesChanged(in Input) bool {
 		}
 	}
 	k := 0
-	for _, t := range in.Targets {
+	for _, t := range in.Holdings {
 		for _, col := range r.labelCols {
 			if s.At(t.Entity, col) != r.labelVals[k] {
 				return true

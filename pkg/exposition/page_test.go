@@ -52,10 +52,10 @@ func testSample(t testing.TB, n int, set []fields.Field) *source.Sample {
 	return s
 }
 
-func allTargets(s *source.Sample) []Target {
-	ts := make([]Target, len(s.Inventory.Entities))
+func allTargets(s *source.Sample) []Holding {
+	ts := make([]Holding, len(s.Inventory.Entities))
 	for i := range ts {
-		ts[i] = Target{Entity: i}
+		ts[i] = Holding{Entity: i}
 	}
 	return ts
 }
@@ -116,7 +116,7 @@ func TestValuesScaledAndParsed(t *testing.T) {
 		mustField(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), mustField(t, "DCGM_FI_DEV_SM_CLOCK"),
 	}
 	s := testSample(t, 2, set)
-	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: allTargets(s)})
+	p := NewRenderer(Options{}).Render(Input{Sample: s, Holdings: allTargets(s)})
 	for name, fams := range map[string]map[string]*dto.MetricFamily{
 		"text": parseText(t, p.Text), "openmetrics": parseOpenMetrics(t, p.OpenMetrics),
 	} {
@@ -152,7 +152,7 @@ func TestBlankValuesAreNotExported(t *testing.T) {
 	s.Set(0, 0, source.Value{})                   // blank
 	s.Set(1, 0, source.StringValue("<<<NULL>>>")) // a string never becomes a number
 	s.Set(1, 1, source.Value{})
-	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: allTargets(s)})
+	p := NewRenderer(Options{}).Render(Input{Sample: s, Holdings: allTargets(s)})
 	if bytes.Contains(p.Text, []byte("gpu_utilization_ratio")) {
 		t.Errorf("family with only blank values was written:\n%s", p.Text)
 	}
@@ -167,7 +167,7 @@ func TestBitmaskExpandsToReasons(t *testing.T) {
 	f := mustField(t, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 	s := testSample(t, 1, []fields.Field{f})
 	s.Set(0, 0, source.IntValue(0x4|0x40))
-	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: allTargets(s)})
+	p := NewRenderer(Options{}).Render(Input{Sample: s, Holdings: allTargets(s)})
 	fam := parseText(t, p.Text)["gpu_clock_event_active"]
 	if len(fam.Metric) != len(f.Reasons) {
 		t.Fatalf("series = %d, want one per reason (%d)", len(fam.Metric), len(f.Reasons))
@@ -194,7 +194,7 @@ func TestEscaping(t *testing.T) {
 			s := testSample(t, 1, []fields.Field{f})
 			s.Inventory.Entities[0].Model = v
 			h := &Holder{Namespace: v, Pod: v, Container: v}
-			p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: []Target{{Entity: 0, Holder: h}}})
+			p := NewRenderer(Options{}).Render(Input{Sample: s, Holdings: []Holding{{Entity: 0, Holder: h}}})
 			for name, fams := range map[string]map[string]*dto.MetricFamily{
 				"text": parseText(t, p.Text), "openmetrics": parseOpenMetrics(t, p.OpenMetrics),
 			} {
@@ -229,7 +229,7 @@ func TestFloatFormat(t *testing.T) {
 func TestGzipMatchesPlain(t *testing.T) {
 	t.Parallel()
 	s := testSample(t, 4, fields.MustNew().Defaults())
-	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: allTargets(s)})
+	p := NewRenderer(Options{}).Render(Input{Sample: s, Holdings: allTargets(s)})
 	for name, pair := range map[string][2][]byte{"text": {p.Text, p.TextGzip()}, "openmetrics": {p.OpenMetrics, p.OpenMetricsGzip()}} {
 		zr, err := gzip.NewReader(bytes.NewReader(pair[1]))
 		if err != nil {
@@ -250,8 +250,8 @@ func TestHoldersAndAllocations(t *testing.T) {
 	s := testSample(t, 2, []fields.Field{mustField(t, "DCGM_FI_DEV_GPU_UTIL")})
 	a := &Holder{Namespace: "ml", Pod: "a", Container: "main"}
 	b := &Holder{Namespace: "ml", Pod: "b", Container: "main"}
-	targets := []Target{{Entity: 0, Holder: a, Shared: true}, {Entity: 0, Holder: b, Shared: true}, {Entity: 1}}
-	p := NewRenderer(Options{}).Render(Input{Sample: s, Targets: targets})
+	targets := []Holding{{Entity: 0, Holder: a, Shared: true}, {Entity: 0, Holder: b, Shared: true}, {Entity: 1}}
+	p := NewRenderer(Options{}).Render(Input{Sample: s, Holdings: targets})
 	fams := parseText(t, p.Text)
 	util := fams["gpu_utilization_ratio"].Metric
 	if len(util) != 3 {
@@ -280,15 +280,15 @@ func TestLabelCacheFollowsInventoryAndAttribution(t *testing.T) {
 	t.Parallel()
 	s := testSample(t, 2, []fields.Field{mustField(t, "DCGM_FI_DEV_GPU_UTIL")})
 	r := NewRenderer(Options{})
-	snapA, snapB := new(int), new(int)
-	r.Render(Input{Sample: s, Targets: allTargets(s), Attribution: snapA})
+	const snapA, snapB = 1, 2
+	r.Render(Input{Sample: s, Holdings: allTargets(s), HoldingsVersion: snapA})
 	first := &r.labels[0].b[0]
-	r.Render(Input{Sample: s, Targets: allTargets(s), Attribution: snapA})
+	r.Render(Input{Sample: s, Holdings: allTargets(s), HoldingsVersion: snapA})
 	if &r.labels[0].b[0] != first {
 		t.Error("labels rebuilt although inventory and attribution are unchanged")
 	}
 	h := &Holder{Namespace: "ns", Pod: "p", Container: "c"}
-	p := r.Render(Input{Sample: s, Targets: []Target{{Entity: 0, Holder: h}, {Entity: 1}}, Attribution: snapB})
+	p := r.Render(Input{Sample: s, Holdings: []Holding{{Entity: 0, Holder: h}, {Entity: 1}}, HoldingsVersion: snapB})
 	if !strings.Contains(string(p.Text), `pod="p"`) {
 		t.Error("new attribution not reflected in labels")
 	}
@@ -297,7 +297,7 @@ func TestLabelCacheFollowsInventoryAndAttribution(t *testing.T) {
 func TestMaxSeries(t *testing.T) {
 	t.Parallel()
 	s := testSample(t, 4, []fields.Field{mustField(t, "DCGM_FI_DEV_GPU_UTIL"), mustField(t, "DCGM_FI_DEV_GPU_TEMP")})
-	p := NewRenderer(Options{MaxSeries: 6}).Render(Input{Sample: s, Targets: allTargets(s)})
+	p := NewRenderer(Options{MaxSeries: 6}).Render(Input{Sample: s, Holdings: allTargets(s)})
 	if p.Series != 6 || p.Dropped != 6 {
 		t.Errorf("series, dropped = %d, %d; want 6, 6", p.Series, p.Dropped)
 	}

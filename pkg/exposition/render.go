@@ -11,8 +11,9 @@ import (
 // windowSizeLabel carries the window of dcgm-exporter's window counters.
 const windowSizeLabel = "window_size_in_ms"
 
-// page is the state of one Render call.
-type page struct {
+// pageWriter is the state of one Render call: it writes the series of
+// one page into its text and OpenMetrics bodies.
+type pageWriter struct {
 	owner   *Renderer
 	text    []byte
 	om      []byte
@@ -41,7 +42,7 @@ type family struct {
 	started    bool
 }
 
-func (p *page) header(f *family) {
+func (p *pageWriter) header(f *family) {
 	k := headerKey{f.name, f.help, f.typ}
 	h, ok := p.owner.headers[k]
 	if !ok {
@@ -100,7 +101,7 @@ func buildHeader(f *family) header {
 }
 
 // line writes one series: name{labels[,extraName="extraValue"]} v.
-func (p *page) line(f *family, labels []byte, extraName, extraValue string, v float64) {
+func (p *pageWriter) line(f *family, labels []byte, extraName, extraValue string, v float64) {
 	p.extra = p.extra[:0]
 	if extraName != "" {
 		p.extra = appendLabel(p.extra, len(labels) == 0, extraName, extraValue)
@@ -111,7 +112,7 @@ func (p *page) line(f *family, labels []byte, extraName, extraValue string, v fl
 
 // series writes name{labels[:cut] extra labels[cut:]} value. extra holds
 // whole label pairs, with a leading comma unless it comes first.
-func (p *page) series(f *family, labels []byte, cut int, extra, value []byte) {
+func (p *pageWriter) series(f *family, labels []byte, cut int, extra, value []byte) {
 	if p.max > 0 && p.nseries >= p.max {
 		p.dropped++
 		return
@@ -146,14 +147,14 @@ func (p *page) series(f *family, labels []byte, cut int, extra, value []byte) {
 }
 
 // renderField writes the family of one sample column: one series per
-// target whose entity carries the field and has a value (blank values are
+// holding whose entity carries the field and has a value (blank values are
 // left out).
-func (p *page) renderField(in Input, c *column) {
+func (p *pageWriter) renderField(in Input, c *column) {
 	s := in.Sample
 	f := &s.Fields[c.col]
 	fam := c.fam
 	labels := p.owner.labels
-	for i, t := range in.Targets {
+	for i, t := range in.Holdings {
 		e := &s.Inventory.Entities[t.Entity]
 		if !f.Levels.Has(e.Kind.Level()) {
 			continue
@@ -200,7 +201,7 @@ func appendRaw(b []byte, v source.Value) []byte {
 }
 
 // renderFields writes the families of the column plan.
-func (p *page) renderFields(in Input) {
+func (p *pageWriter) renderFields(in Input) {
 	plan := p.owner.plan
 	for i := range plan {
 		p.renderField(in, &plan[i])

@@ -74,12 +74,12 @@ func TestInvalidUTF8InputsRenderAsUTF8(t *testing.T) {
 	s.Set(0, 1, source.StringValue(bad))
 	h := &Holder{Namespace: bad, Pod: bad, Container: bad, PodUID: bad, Labels: []Label{{Name: "label_app", Value: bad}}}
 	in := Input{
-		Sample:  s,
-		Targets: []Target{{Entity: 0, Holder: h}, {Entity: 1, Holder: h, Shared: true}},
-		XIDs:    []XIDCount{{Entity: 0, XID: 79, Count: 1, LastSeen: testTime}},
-		Lost:    []source.LostGPU{{GPU: 3, UUID: bad, Since: testTime}},
-		Health:  []source.HealthIncident{{GPU: 0, UUID: bad, Subsystem: bad, Status: source.HealthWarn}},
-		Windows: []WindowFamily{{Name: "DCGM_EXP_XID_ERRORS_COUNT", Help: bad, Type: fields.Gauge, Label: WindowXID, Counts: []WindowCount{{Entity: 0, Event: bad, Count: 1}}}},
+		Sample:   s,
+		Holdings: []Holding{{Entity: 0, Holder: h}, {Entity: 1, Holder: h, Shared: true}},
+		XIDs:     []XIDCount{{Entity: 0, XID: 79, Count: 1, LastSeen: testTime}},
+		Lost:     []source.LostGPU{{GPU: 3, UUID: bad, Since: testTime}},
+		Health:   []source.HealthIncident{{GPU: 0, UUID: bad, Subsystem: bad, Status: source.HealthWarn}},
+		Windows:  []WindowFamily{{Name: "DCGM_EXP_XID_ERRORS_COUNT", Help: bad, Type: fields.Gauge, Label: WindowXID, Counts: []WindowCount{{Entity: 0, Event: bad, Count: 1}}}},
 	}
 	for _, r := range []*Renderer{NewRenderer(Options{}), dcgmRenderer(DCGMOptions{Hostname: bad})} {
 		p := r.Render(in)

@@ -14,15 +14,15 @@ import (
 func TestDCGMNamingVGPULabel(t *testing.T) {
 	t.Parallel()
 	s := testSample(t, 1, []fields.Field{mustField(t, "DCGM_FI_DEV_GPU_UTIL")})
-	shared := []Target{
+	shared := []Holding{
 		{Entity: 0, Holder: &Holder{Namespace: "ml", Pod: "a", Container: "main", PodUID: "u1", VGPU: "2"}, Shared: true},
 		{Entity: 0, Holder: &Holder{Namespace: "ml", Pod: "b", Container: "main", VGPU: "0"}, Shared: true},
 	}
-	whole := []Target{{Entity: 0, Holder: &Holder{Namespace: "ml", Pod: "c", Container: "main"}}}
+	whole := []Holding{{Entity: 0, Holder: &Holder{Namespace: "ml", Pod: "c", Container: "main"}}}
 	cases := []struct {
 		name    string
 		opts    Options
-		targets []Target
+		targets []Holding
 		want    []string // series label tails, in page order
 	}{
 		{"virtual gpus", Options{Naming: NamingDCGM, DCGM: DCGMOptions{VirtualGPUs: true}}, shared,
@@ -35,7 +35,7 @@ func TestDCGMNamingVGPULabel(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := NewRenderer(tc.opts).Render(Input{Sample: s, Targets: tc.targets})
+			p := NewRenderer(tc.opts).Render(Input{Sample: s, Holdings: tc.targets})
 			var got []string
 			for _, l := range strings.Split(string(p.Text), "\n") {
 				if strings.HasPrefix(l, "DCGM_FI_DEV_GPU_UTIL{") {
@@ -53,7 +53,7 @@ func TestDCGMNamingVGPULabel(t *testing.T) {
 			parseText(t, p.Text)
 		})
 	}
-	p := NewRenderer(Options{Naming: NamingPrometheus, DCGM: DCGMOptions{VirtualGPUs: true}}).Render(Input{Sample: s, Targets: shared})
+	p := NewRenderer(Options{Naming: NamingPrometheus, DCGM: DCGMOptions{VirtualGPUs: true}}).Render(Input{Sample: s, Holdings: shared})
 	if strings.Contains(string(p.Text), "vgpu=") {
 		t.Errorf("prometheus naming wrote a vgpu label:\n%s", p.Text)
 	}

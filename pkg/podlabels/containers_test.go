@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 )
 
 func withStatuses(p *corev1.Pod, main, sidecar string) *corev1.Pod {
@@ -40,7 +42,7 @@ func TestStoreLookupContainer(t *testing.T) {
 	// Version (label sets) does not move for it.
 	v := s.Version()
 	a.update(t, withStatuses(train, "containerd://ccc333", "cri-o://bbb222"))
-	eventually(t, "the new container id shows", func() bool {
+	poll.Until(t, "the new container id shows", func() bool {
 		got, _ := s.LookupContainer("uid-ml-train", "ccc333")
 		return got.Container == "main"
 	})
@@ -53,7 +55,7 @@ func TestStoreLookupContainer(t *testing.T) {
 	again := withStatuses(newPod("ml", "train", thisNode, nil), "containerd://ddd444", "")
 	again.UID = "uid-second"
 	a.create(t, again)
-	eventually(t, "the recreated pod shows", func() bool {
+	poll.Until(t, "the recreated pod shows", func() bool {
 		_, ok := s.LookupContainer("uid-second", "ddd444")
 		return ok
 	})

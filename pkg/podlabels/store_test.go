@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 )
 
 const (
@@ -164,20 +166,6 @@ func startStore(t *testing.T, a *apiServer, cfg Config) (*Store, *logBuffer) {
 	return s, logs
 }
 
-// eventually polls cond until it holds, failing the test after a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		<-tick.C
-	}
-}
-
 func known(s *Store, ns, pod string) bool {
 	_, ok := s.Lookup(ns, pod)
 	return ok
@@ -254,7 +242,7 @@ func TestStoreFollowsChanges(t *testing.T) {
 	train = train.DeepCopy()
 	train.Labels["team"] = "research"
 	a.update(t, train)
-	eventually(t, "the new label value shows", func() bool { return labelValue(s, "ml", "train", "label_team") == "research" })
+	poll.Until(t, "the new label value shows", func() bool { return labelValue(s, "ml", "train", "label_team") == "research" })
 	v1 := s.Version()
 	if v1 <= v0 {
 		t.Errorf("Version %d after a label change, want more than %d", v1, v0)
@@ -267,7 +255,7 @@ func TestStoreFollowsChanges(t *testing.T) {
 	train.Status.Phase = corev1.PodRunning
 	a.update(t, train)
 	a.delete(t, "ml", "eval")
-	eventually(t, "the deleted pod is gone", func() bool { return !known(s, "ml", "eval") })
+	poll.Until(t, "the deleted pod is gone", func() bool { return !known(s, "ml", "eval") })
 	if v2 := s.Version(); v2 != v1+1 {
 		t.Errorf("Version %d after a status update and a delete, want %d (the delete only)", v2, v1+1)
 	}
@@ -280,7 +268,7 @@ func TestStoreFollowsChanges(t *testing.T) {
 	train = train.DeepCopy()
 	delete(train.Labels, "team")
 	a.update(t, train)
-	eventually(t, "the removed label is gone", func() bool {
+	poll.Until(t, "the removed label is gone", func() bool {
 		info, ok := s.Lookup("ml", "train")
 		return ok && len(info.Labels) == 0
 	})
@@ -291,7 +279,7 @@ func TestStoreFollowsChanges(t *testing.T) {
 	// A pod created on this node appears; one on another node does not.
 	a.create(t, newPod("ml", "far", otherNode, map[string]string{"team": "x"}))
 	a.create(t, newPod("ml", "new", thisNode, map[string]string{"team": "infra"}))
-	eventually(t, "the new pod shows", func() bool { return labelValue(s, "ml", "new", "label_team") == "infra" })
+	poll.Until(t, "the new pod shows", func() bool { return labelValue(s, "ml", "new", "label_team") == "infra" })
 	if known(s, "ml", "far") {
 		t.Error("a pod created on another node is known")
 	}
@@ -301,7 +289,7 @@ func TestStoreFollowsChanges(t *testing.T) {
 	recreated := newPod("ml", "new", thisNode, map[string]string{"team": "infra"})
 	recreated.UID = "uid-second"
 	a.create(t, recreated)
-	eventually(t, "the recreated pod's UID shows", func() bool {
+	poll.Until(t, "the recreated pod's UID shows", func() bool {
 		info, _ := s.Lookup("ml", "new")
 		return info.UID == "uid-second"
 	})
@@ -322,7 +310,7 @@ func TestStoreCapLogsOncePerPod(t *testing.T) {
 	p1 = p1.DeepCopy()
 	p1.Labels["a"] = "changed"
 	a.update(t, p1)
-	eventually(t, "the update shows", func() bool { return labelValue(s, "ml", "p1", "label_a") == "changed" })
+	poll.Until(t, "the update shows", func() bool { return labelValue(s, "ml", "p1", "label_a") == "changed" })
 	const msg = "extra labels dropped"
 	if n := logs.count(msg); n != 2 {
 		t.Errorf("%d %q log lines, want 2 (one per pod):\n%s", n, msg, logs)
@@ -378,14 +366,14 @@ func TestStoreForbidden(t *testing.T) {
 	}
 
 	a.setForbidden(false) // the reflector retries after its backoff (about 1s)
-	eventually(t, "the informer syncs", func() bool { return testutil.ToFloat64(s.m.synced) == 1 })
+	poll.Until(t, "the informer syncs", func() bool { return testutil.ToFloat64(s.m.synced) == 1 })
 	if !known(s, "ml", "train") {
 		t.Error("the pod is unknown after the informer synced")
 	}
 	if n := logs.count("listing or watching pods is forbidden;"); n != 1 {
 		t.Errorf("%d forbidden log lines, want 1 (one per distinct error):\n%s", n, logs)
 	}
-	eventually(t, "the sync is logged", func() bool { return logs.count("pod informer synced") == 1 })
+	poll.Until(t, "the sync is logged", func() bool { return logs.count("pod informer synced") == 1 })
 }
 
 func TestStoreRunErrors(t *testing.T) {
@@ -410,7 +398,7 @@ func TestStoreEmptyNodeWarns(t *testing.T) {
 	t.Parallel()
 	a := newAPIServer(t, newPod("ml", "elsewhere", otherNode, nil))
 	_, logs := startStore(t, a, Config{Node: thisNode, UID: true})
-	eventually(t, "the warning is logged", func() bool { return logs.count("is NODE_NAME right?") == 1 })
+	poll.Until(t, "the warning is logged", func() bool { return logs.count("is NODE_NAME right?") == 1 })
 }
 
 // newIdleStore is a Store whose informer never runs: tests feed events to

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
@@ -159,18 +160,6 @@ func (h *harness) metric(name string, labels ...string) float64 {
 	}
 	h.t.Fatalf("metric %s%v not found", name, labels)
 	return 0
-}
-
-// eventually polls cond until it holds or 10s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func gpuPod(ns, name, resource string, ids ...string) kubelet.Pod {
@@ -332,19 +321,19 @@ func TestClientRunReconnectsAfterKubeletRestart(t *testing.T) {
 		h.c.Run(ctx)
 	}()
 	holders := func() []string { return names(h.c.Table().Holders(gpu0)) }
-	eventually(t, "first refresh", func() bool { return h.c.Up() && len(holders()) == 1 })
+	poll.Until(t, "first refresh", func() bool { return h.c.Up() && len(holders()) == 1 })
 
 	h.stop() // the kubelet restarts: its socket goes away...
-	eventually(t, "the client to notice", func() bool { return !h.c.Up() && h.c.Table().Len() == 0 })
-	eventually(t, "backoff to reach its cap", func() bool { return h.metric("gpu_exporter_podresources_errors_total", "reason", "dial") >= 6 })
+	poll.Until(t, "the client to notice", func() bool { return !h.c.Up() && h.c.Table().Len() == 0 })
+	poll.Until(t, "backoff to reach its cap", func() bool { return h.metric("gpu_exporter_podresources_errors_total", "reason", "dial") >= 6 })
 	if got := holders(); got != nil {
 		t.Errorf("holders while the kubelet is down = %q", got)
 	}
 
 	h.start() // ...and comes back with other pods.
 	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train-2", "nvidia.com/gpu", uuid0)})
-	eventually(t, "reconnect", func() bool { return h.c.Up() && slices.Equal(holders(), []string{"ml/train-2/main"}) })
-	eventually(t, "a wait after reconnecting", func() bool {
+	poll.Until(t, "reconnect", func() bool { return h.c.Up() && slices.Equal(holders(), []string{"ml/train-2/main"}) })
+	poll.Until(t, "a wait after reconnecting", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return waits[len(waits)-1] == time.Hour
@@ -552,7 +541,7 @@ func TestClientScrapesDoNotCallKubelet(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	eventually(t, "first refresh", h.c.Up)
+	poll.Until(t, "first refresh", h.c.Up)
 	inv := testInventory()
 	for range 100 {
 		tab := h.c.Table()

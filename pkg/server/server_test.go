@@ -50,7 +50,7 @@ func testPage(t *testing.T) *exposition.Page {
 	for c := range set {
 		s.Set(0, c, source.IntValue(int64(c)))
 	}
-	return exposition.NewRenderer(exposition.Options{}).Render(exposition.Input{Sample: s, Targets: []exposition.Target{{Entity: 0}}})
+	return exposition.NewRenderer(exposition.Options{}).Render(exposition.Input{Sample: s, Holdings: []exposition.Holding{{Entity: 0}}})
 }
 
 func newTestServer(t *testing.T, cfg Config) (*Server, *fakePages) {

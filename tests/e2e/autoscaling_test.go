@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/tests/autoscaling"
 )
 
@@ -70,7 +71,7 @@ func testAutoscaling(t *testing.T, s *stack) {
 		}
 		served[name] = true
 		t.Run(name, func(t *testing.T) {
-			s.eventually(t, 45*time.Second, func() []string {
+			poll.Problems(t, 45*time.Second, time.Second, func() []string {
 				return checkAdapterRule(s, rule, series, name)
 			})
 		})
@@ -94,7 +95,7 @@ func testAutoscaling(t *testing.T, s *stack) {
 		}
 		// Σ per-pod utilization of the Deployment's five pods.
 		want := 0.8 + 0.4 + 0.6 + 0.5 + 0.7
-		s.eventually(t, 45*time.Second, func() []string {
+		poll.Problems(t, 45*time.Second, time.Second, func() []string {
 			return checkSingleValue(s, meta["query"], want)
 		})
 		var threshold float64
@@ -122,7 +123,7 @@ func testAutoscaling(t *testing.T, s *stack) {
 			// research/sweep-7 (kube-state-metrics.prom) waits for two GPUs in pool a100-pool.
 			`node_pool:gpu_requests_unschedulable:sum{node_pool="a100-pool", resource="nvidia_com_gpu"}`: 2,
 		}
-		s.eventually(t, 45*time.Second, func() []string {
+		poll.Problems(t, 45*time.Second, time.Second, func() []string {
 			var wrong []string
 			for q, want := range wants {
 				wrong = append(wrong, checkSingleValue(s, q, want)...)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/rules"
 )
 
@@ -65,7 +66,7 @@ func testPodLabels(t *testing.T, s *stack) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			s.eventually(t, 20*time.Second, func() []string {
+			poll.Problems(t, 20*time.Second, time.Second, func() []string {
 				r, err := s.query(c.query)
 				if err != nil {
 					return []string{err.Error()}
@@ -103,7 +104,7 @@ func testRecordingRules(t *testing.T, s *stack) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.eventually(t, 30*time.Second, func() []string {
+	poll.Problems(t, 30*time.Second, time.Second, func() []string {
 		var missing []string
 		for _, r := range rec.Rules() {
 			if rightsizeWindow(r.Record) == "1h" {
@@ -144,7 +145,7 @@ func testRecordingRules(t *testing.T, s *stack) {
 		`hpc_user:gpu_allocated:sum{hpc_user="carol"}`:                                     0.5,
 		`count(gpu:gpu_utilization_ratio:max{node="gpu-node-hpc"})`:                        6,
 	}
-	s.eventually(t, 20*time.Second, func() []string {
+	poll.Problems(t, 20*time.Second, time.Second, func() []string {
 		var wrong []string
 		for q, want := range values {
 			r, err := s.query(q)
@@ -206,7 +207,7 @@ func testAlerts(t *testing.T, s *stack) {
 	}
 	// The scenarios' faults come at 1m; allow for collection, scrape,
 	// evaluation and notification delays after that.
-	s.eventually(t, 150*time.Second, func() []string {
+	poll.Problems(t, 150*time.Second, time.Second, func() []string {
 		got := s.webhook.received()
 		var missing []string
 		for _, w := range wants {
@@ -292,7 +293,7 @@ func testDashboards(t *testing.T, s *stack) {
 	if len(queries) < 50 {
 		t.Fatalf("only %d dashboard queries found", len(queries))
 	}
-	s.eventually(t, 60*time.Second, func() []string {
+	poll.Problems(t, 60*time.Second, time.Second, func() []string {
 		var empty []string
 		for _, q := range queries {
 			expr := grafanaVars.Replace(q.expr)

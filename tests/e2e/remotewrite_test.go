@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/rules"
 )
 
@@ -85,7 +86,7 @@ func testRemoteWrite(t *testing.T, s *stack) {
 	}
 	keep := keptNames(t)
 
-	s.eventually(t, 30*time.Second, func() []string {
+	poll.Problems(t, 30*time.Second, time.Second, func() []string {
 		var wrong []string
 		for _, r := range rec.Rules() {
 			got, err := recv.query(`count(` + r.Record + `)`)

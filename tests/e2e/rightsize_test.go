@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/rightsize"
 	"github.com/gpu-exporter/gpu-exporter/rules"
 )
@@ -52,7 +53,7 @@ func testRightsize(t *testing.T, s *stack) {
 	}
 	// The live 1h figures sample a 1-minute grid: they appear at the first
 	// minute boundary after the instantaneous recordings do.
-	s.eventually(t, 90*time.Second, func() []string {
+	poll.Problems(t, 90*time.Second, time.Second, func() []string {
 		var missing []string
 		for _, r := range hourly {
 			if res, err := s.query(r + `{namespace="research"}`); err != nil {

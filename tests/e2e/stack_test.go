@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/rules"
 )
 
@@ -125,14 +126,13 @@ func freeAddr(t *testing.T) string {
 // waitHTTP polls url until it answers 200 or the deadline passes.
 func waitHTTP(t *testing.T, p *process, url string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.Problems(t, timeout, 200*time.Millisecond, func() []string {
 		resp, err := http.Get(url)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		select {
@@ -140,11 +140,8 @@ func waitHTTP(t *testing.T, p *process, url string, timeout time.Duration) {
 			t.Fatalf("%s exited before %s was ready: %v", p.name, url, p.err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not ready after %s (last error %v)", p.name, url, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return []string{fmt.Sprintf("%s: %s not ready after %s (last error %v)", p.name, url, timeout, err)}
+	})
 }
 
 // webhook is Alertmanager's receiver: it keeps every alert notified.
@@ -248,7 +245,7 @@ func startStack(t *testing.T, nodes []node) *stack {
 	waitHTTP(t, promProc, s.prom+"/-/ready", 60*time.Second)
 
 	want := len(nodes) + 1
-	s.eventually(t, 30*time.Second, func() []string {
+	poll.Problems(t, 30*time.Second, time.Second, func() []string {
 		r, err := s.query(`count(up == 1)`)
 		if err != nil {
 			return []string{err.Error()}
@@ -455,25 +452,4 @@ func pointValue(p []any) (float64, error) {
 		return 0, errors.New("malformed point value")
 	}
 	return strconv.ParseFloat(s, 64)
-}
-
-// eventually polls check, which returns what is still wrong, until it
-// returns nothing or the deadline passes; then each remaining problem fails
-// the test.
-func (s *stack) eventually(t *testing.T, timeout time.Duration, check func() []string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		problems := check()
-		if len(problems) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range problems {
-				t.Error(p)
-			}
-			t.FailNow()
-		}
-		time.Sleep(time.Second)
-	}
 }

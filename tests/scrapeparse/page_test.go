@@ -152,11 +152,11 @@ func buildInput(t *testing.T, in inputs) ([]fields.Field, exposition.Input) {
 	h := &exposition.Holder{Namespace: in.namespace, Pod: in.pod, Container: in.container, PodUID: in.podUID,
 		Labels: []exposition.Label{{Name: "label_team", Value: in.labelValue}}}
 	return set, exposition.Input{
-		Sample:  s,
-		Targets: []exposition.Target{{Entity: 0, Holder: h, Shared: true}, {Entity: 1, Holder: h}},
-		XIDs:    []exposition.XIDCount{{Entity: 0, XID: 79, Count: 2, LastSeen: time.Unix(1700000000, 0)}},
-		Lost:    []source.LostGPU{{GPU: 1, UUID: in.uuid, Since: time.Unix(1700000000, 0)}},
-		Health:  []source.HealthIncident{{GPU: 0, UUID: in.uuid, Subsystem: in.strValue, Status: source.HealthFail}},
+		Sample:   s,
+		Holdings: []exposition.Holding{{Entity: 0, Holder: h, Shared: true}, {Entity: 1, Holder: h}},
+		XIDs:     []exposition.XIDCount{{Entity: 0, XID: 79, Count: 2, LastSeen: time.Unix(1700000000, 0)}},
+		Lost:     []source.LostGPU{{GPU: 1, UUID: in.uuid, Since: time.Unix(1700000000, 0)}},
+		Health:   []source.HealthIncident{{GPU: 0, UUID: in.uuid, Subsystem: in.strValue, Status: source.HealthFail}},
 		Windows: []exposition.WindowFamily{{Name: "DCGM_EXP_XID_ERRORS_COUNT", Help: in.help, Type: fields.Gauge,
 			Label: exposition.WindowXID, Window: 5 * time.Minute,
 			Counts: []exposition.WindowCount{{Entity: 0, Event: in.strValue, Count: 1}}}},

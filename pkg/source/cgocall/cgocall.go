@@ -3,7 +3,9 @@
 // at most the call timeout and, while a call is still running after its
 // caller gave up, every new call fails at once, so a hung driver or
 // hostengine blocks one goroutine and never piles more up. Both GPU sources
-// use it.
+// use it, with the rest of what a source backed by a C library needs
+// (link.go): the session with the library (Link: up, or down until a retry
+// that backs off as Retry says) and the check of a device selection.
 package cgocall
 
 import (

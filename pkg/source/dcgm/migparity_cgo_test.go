@@ -29,12 +29,12 @@ func TestDCGMNamingMIGMemorySum(t *testing.T) {
 	h := start(t, state, testConfig())
 	h.watch("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP")
 	s := h.read()
-	targets := make([]exposition.Target, len(s.Inventory.Entities))
+	targets := make([]exposition.Holding, len(s.Inventory.Entities))
 	for i := range targets {
-		targets[i] = exposition.Target{Entity: i}
+		targets[i] = exposition.Holding{Entity: i}
 	}
 	page := exposition.NewRenderer(exposition.Options{Naming: exposition.NamingDCGM}).
-		Render(exposition.Input{Sample: s, Targets: targets})
+		Render(exposition.Input{Sample: s, Holdings: targets})
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := parser.TextToMetricFamilies(bytes.NewReader(page.Text))
 	if err != nil {

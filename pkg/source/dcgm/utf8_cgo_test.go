@@ -56,12 +56,12 @@ func TestStringsNotUTF8AreReplaced(t *testing.T) {
 		}
 	}
 
-	var targets []exposition.Target
+	var targets []exposition.Holding
 	for e := range inv.Entities {
-		targets = append(targets, exposition.Target{Entity: e})
+		targets = append(targets, exposition.Holding{Entity: e})
 	}
 	for _, naming := range []exposition.Naming{exposition.NamingPrometheus, exposition.NamingDCGM} {
-		p := exposition.NewRenderer(exposition.Options{Naming: naming}).Render(exposition.Input{Sample: s, Targets: targets})
+		p := exposition.NewRenderer(exposition.Options{Naming: naming}).Render(exposition.Input{Sample: s, Holdings: targets})
 		for format, b := range map[string][]byte{"text": p.Text, "openmetrics": p.OpenMetrics} {
 			if !utf8.Valid(b) || !strings.Contains(string(b), "NVIDIA"+good+"H100") {
 				t.Errorf("%s naming, %s: page is not UTF-8 or lacks the model:\n%q", naming, format, b)

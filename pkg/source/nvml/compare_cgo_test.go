@@ -272,11 +272,11 @@ func TestSameExpositionAsDCGM(t *testing.T) {
 }
 
 func render(s *source.Sample, opts exposition.Options) []byte {
-	targets := make([]exposition.Target, len(s.Inventory.Entities))
+	targets := make([]exposition.Holding, len(s.Inventory.Entities))
 	for i := range targets {
-		targets[i] = exposition.Target{Entity: i}
+		targets[i] = exposition.Holding{Entity: i}
 	}
-	return exposition.NewRenderer(opts).Render(exposition.Input{Sample: s, Targets: targets}).Text
+	return exposition.NewRenderer(opts).Render(exposition.Input{Sample: s, Holdings: targets}).Text
 }
 
 // families parses a text page into one canonical text per family: type,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -143,18 +144,6 @@ func keys(inv *source.Inventory) []string {
 		out = append(out, e.Key())
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestReadValuesAndUnits(t *testing.T) {
@@ -400,7 +389,7 @@ func TestLostGPUBackAfterReinit(t *testing.T) {
 	}
 	n.update(func() { n.countRet = nvml.SUCCESS })
 	var s *source.Sample
-	eventually(t, "reinitialisation", func() bool {
+	poll.Until(t, "reinitialisation", func() bool {
 		var err error
 		s, err = src.Read(context.Background())
 		return err == nil
@@ -512,7 +501,7 @@ func TestHungCall(t *testing.T) {
 	if !errors.Is(err, source.ErrUnavailable) || !errors.As(err, &ce) {
 		t.Fatalf("Read = %v, want a call timeout wrapping ErrUnavailable", err)
 	}
-	eventually(t, "the hung call to start", func() bool { return n.inFlight.Load() == 1 })
+	poll.Until(t, "the hung call to start", func() bool { return n.inFlight.Load() == 1 })
 
 	goroutines := runtime.NumGoroutine()
 	for range 50 {
@@ -538,7 +527,7 @@ func TestHungCall(t *testing.T) {
 	inits := n.inits.Load()
 	release()
 	var s *source.Sample
-	eventually(t, "recovery", func() bool {
+	poll.Until(t, "recovery", func() bool {
 		var err error
 		s, err = src.Read(context.Background())
 		return err == nil
@@ -606,7 +595,7 @@ func TestInitFailure(t *testing.T) {
 			// The driver comes back: the set given while down is applied.
 			n.update(func() { n.initRet = nvml.SUCCESS })
 			var s *source.Sample
-			eventually(t, "initialisation", func() bool {
+			poll.Until(t, "initialisation", func() bool {
 				var err error
 				s, err = src.Read(context.Background())
 				return err == nil

@@ -47,11 +47,11 @@ func TestStringsNotUTF8AreReplaced(t *testing.T) {
 
 	watch(t, src, "DCGM_FI_DEV_GPU_TEMP")
 	s := read(t, src)
-	var targets []exposition.Target
+	var targets []exposition.Holding
 	for e := range s.Inventory.Entities {
-		targets = append(targets, exposition.Target{Entity: e})
+		targets = append(targets, exposition.Holding{Entity: e})
 	}
-	p := exposition.NewRenderer(exposition.Options{}).Render(exposition.Input{Sample: s, Targets: targets})
+	p := exposition.NewRenderer(exposition.Options{}).Render(exposition.Input{Sample: s, Holdings: targets})
 	for format, b := range map[string][]byte{"text": p.Text, "openmetrics": p.OpenMetrics} {
 		if !utf8.Valid(b) || !strings.Contains(string(b), `model="NVIDIA`+good+`H100"`) {
 			t.Errorf("%s: page is not UTF-8 or lacks the model:\n%q", format, b)

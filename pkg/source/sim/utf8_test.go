@@ -41,7 +41,7 @@ func TestScenarioNotUTF8IsReplaced(t *testing.T) {
 	}
 	h := &exposition.Holder{Namespace: pod.Namespace, Pod: pod.Name, Container: pod.Containers[0].Name}
 	p := exposition.NewRenderer(exposition.Options{}).Render(exposition.Input{
-		Sample: smp, Targets: []exposition.Target{{Entity: 0}, {Entity: 1, Holder: h}},
+		Sample: smp, Holdings: []exposition.Holding{{Entity: 0}, {Entity: 1, Holder: h}},
 	})
 	for format, b := range map[string][]byte{"text": p.Text, "openmetrics": p.OpenMetrics} {
 		if !utf8.Valid(b) || !strings.Contains(string(b), `model="NVIDIA`+good+`H100"`) {

@@ -1,0 +1,54 @@
+package collector
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// events gathers what happened to the GPUs besides their field values,
+// the same way for every source: XID errors travel in the sample
+// (Sample.XIDs, which the GPU filter keeps for the selected GPUs) and the
+// naming derives its families from them; lost GPUs and health incidents
+// are asked of the source when it can tell (source.LostReporter,
+// source.HealthReporter).
+type events struct {
+	src     source.Source
+	timeout time.Duration // bounds one health check
+	logger  *slog.Logger
+	m       *metrics
+
+	healthFailed bool // the last health check failed (logged once)
+}
+
+// health asks the source, when it can tell, which GPUs it lost and which
+// health watches fail. A failed health check is counted and leaves the
+// incidents out; it never fails the collection.
+func (e *events) health(ctx context.Context) ([]source.LostGPU, []source.HealthIncident) {
+	var lost []source.LostGPU
+	if lr, ok := e.src.(source.LostReporter); ok {
+		lost = lr.LostGPUs()
+	}
+	hr, ok := e.src.(source.HealthReporter)
+	if !ok {
+		return lost, nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	inc, err := hr.HealthIncidents(hctx)
+	if err != nil {
+		e.m.errors.WithLabelValues("health").Inc()
+		if !e.healthFailed {
+			e.logger.Warn("GPU health check failed; health status is not exported until it works", "source", e.src.Name(), "err", err)
+		}
+		e.healthFailed = true
+		return lost, nil
+	}
+	if e.healthFailed {
+		e.logger.Info("GPU health check works again", "source", e.src.Name())
+	}
+	e.healthFailed = false
+	return lost, inc
+}

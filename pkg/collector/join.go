@@ -1,0 +1,127 @@
+package collector
+
+import (
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// Attribution gives the current pod-resources table. The same pointer is
+// returned while the table is unchanged.
+type Attribution interface {
+	Table() *podresources.Table
+}
+
+// JobAttribution gives the current HPC job table (the job-mapping
+// directory). The same pointer is returned while the table is unchanged.
+type JobAttribution interface {
+	Table() *hpcjobs.Table
+}
+
+// PodInfo looks up what the Kubernetes API knows of a pod. Version changes
+// whenever a lookup could give a different answer.
+type PodInfo interface {
+	Lookup(namespace, pod string) (podlabels.Info, bool)
+	Version() uint64
+}
+
+// attributionKey identifies what the label sets were built from: the
+// kubelet's table and the pod informer's version.
+type attributionKey struct {
+	table   *podresources.Table
+	version uint64
+	jobs    *hpcjobs.Table
+}
+
+// join attributes the entities of a sample to what holds them: containers
+// (the kubelet's table, with what the pod informer knows of their pods)
+// and HPC jobs (the job-mapping directory). Its result is cached until the
+// inventory or an attribution table changes.
+type join struct {
+	pods    Attribution    // nil: no kubelet
+	podInfo PodInfo        // nil: no pod UIDs or labels
+	jobs    JobAttribution // nil: no HPC jobs
+	m       *metrics
+
+	inv      *source.Inventory
+	key      attributionKey
+	holdings []exposition.Holding
+	version  uint64 // counts the times holdings were rebuilt
+}
+
+// snapshot reads the current attribution tables.
+func (j *join) snapshot() attributionKey {
+	var key attributionKey
+	if j.pods != nil {
+		key.table = j.pods.Table()
+	}
+	if j.jobs != nil {
+		key.jobs = j.jobs.Table()
+	}
+	if j.podInfo != nil {
+		key.version = j.podInfo.Version() // read before the lookups: a change during them shows next time
+	}
+	return key
+}
+
+// apply lists one holding per (entity, holding container or HPC job), or one
+// holding for an entity nobody holds, and the version of that list (it
+// changes whenever the list does). It is recomputed only when the
+// inventory or an attribution table changed. all is the source's inventory
+// before --collect.gpus: devices of GPUs left out are not unmatched.
+func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]exposition.Holding, uint64) {
+	if inv == j.inv && key == j.key && j.holdings != nil {
+		return j.holdings, j.version
+	}
+	table := key.table
+	holdings := make([]exposition.Holding, 0, len(inv.Entities))
+	for i := range inv.Entities {
+		hs := table.Holders(&inv.Entities[i])
+		jobs := key.jobs.Jobs(&inv.Entities[i])
+		holders := len(hs) + len(jobs)
+		if holders == 0 {
+			holdings = append(holdings, exposition.Holding{Entity: i})
+			continue
+		}
+		for _, h := range hs {
+			holdings = append(holdings, exposition.Holding{
+				Entity: i,
+				Holder: j.holder(h),
+				Shared: h.Shared || holders > 1, // a replica is shared even while it has one holder
+			})
+		}
+		for _, job := range jobs {
+			holdings = append(holdings, exposition.Holding{
+				Entity: i,
+				Holder: &exposition.Holder{HPCJob: job.ID, HPCUser: job.User, HPCPartition: job.Partition},
+				Shared: holders > 1,
+			})
+		}
+	}
+	table.UnmatchedCounts(all).ByReason(func(reason string, n int) {
+		j.m.unmatched.WithLabelValues(reason).Set(float64(n))
+	})
+	j.m.jobsUnmatched.Set(float64(len(key.jobs.Unmatched(all))))
+	j.inv, j.key, j.holdings = inv, key, holdings
+	j.version++
+	return holdings, j.version
+}
+
+// holder converts a kubelet holder, adding what the pod informer knows.
+func (j *join) holder(h podresources.Holder) *exposition.Holder {
+	out := &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container, VGPU: h.VGPU}
+	if j.podInfo == nil {
+		return out
+	}
+	info, ok := j.podInfo.Lookup(h.Namespace, h.Pod)
+	if !ok {
+		return out
+	}
+	out.PodUID = info.UID
+	for _, l := range info.Labels {
+		out.Labels = append(out.Labels, exposition.Label{Name: l.Name, Value: l.Value})
+	}
+	return out
+}
