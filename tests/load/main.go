@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 // Bounds that keep the load test a test, not a flood.
@@ -72,7 +73,7 @@ func run(bin, scenario string, clients int, duration, interval, every time.Durat
 	if every < 0 || every >= duration {
 		return fmt.Errorf("-scrape-interval must be in [0, -duration), got %s", every)
 	}
-	addr, err := freeLoopbackAddr()
+	addr, err := testbin.FreeLoopbackAddr()
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func run(bin, scenario string, clients int, duration, interval, every time.Durat
 		_ = cmd.Wait()
 	}()
 	base := "http://" + addr
-	if err := waitReady(base+"/readyz", 30*time.Second); err != nil {
+	if err := testbin.WaitReady(base+"/readyz", 30*time.Second); err != nil {
 		return err
 	}
 	pid := cmd.Process.Pid
@@ -198,30 +199,6 @@ func report(scenario string, clients int, duration, every, interval time.Duratio
 	fmt.Printf("scrapes=%d failed=%d rate=%.0f/s bytes/scrape=%d\n", n, r.failures, float64(n)/duration.Seconds(), r.bytes/int64(max(n, 1)))
 	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(0.50), pct(0.90), pct(0.99), pct(1))
 	fmt.Printf("exporter cpu=%.2fs (%.2f%% of one core) peak_rss=%.1fMiB\n", cpu, 100*cpu/duration.Seconds(), float64(hwmKiB)/1024)
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func waitReady(url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready within %s", url, timeout)
 }
 
 // cpuSeconds returns the user+system CPU time of pid from /proc/<pid>/stat.

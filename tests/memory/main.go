@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 // Bounds that keep the measurement a test, not a soak.
@@ -147,7 +148,7 @@ type measurement struct {
 }
 
 func measure(bin, scenario string, duration, scrapeEvery, collectEvery time.Duration) (measurement, error) {
-	addr, err := freeLoopbackAddr()
+	addr, err := testbin.FreeLoopbackAddr()
 	if err != nil {
 		return measurement{}, err
 	}
@@ -162,7 +163,7 @@ func measure(bin, scenario string, duration, scrapeEvery, collectEvery time.Dura
 		_ = cmd.Wait()
 	}()
 	base := "http://" + addr
-	if err := waitReady(base+"/readyz", 30*time.Second); err != nil {
+	if err := testbin.WaitReady(base+"/readyz", 30*time.Second); err != nil {
 		return measurement{}, err
 	}
 	pid := cmd.Process.Pid
@@ -283,29 +284,4 @@ func readStatus(pid int) (map[string]float64, error) {
 		return nil, errors.New("no VmRSS in /proc status")
 	}
 	return out, nil
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// waitReady polls url until it answers 200 or the deadline passes.
-func waitReady(url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready within %s", url, timeout)
 }

@@ -232,16 +232,7 @@ func (s *Source) fabricAttributes(ctx context.Context, pairs []godcgm.GroupEntit
 		}
 		return attrs, nil
 	}
-	for i := range vals {
-		v := &vals[i]
-		ref := entityRef{uint(v.EntityGroupId), v.EntityID}
-		m := attrs[ref.key()]
-		if m == nil {
-			m = map[uint16]source.Value{}
-			attrs[ref.key()] = m
-		}
-		m[uint16(v.FieldID)] = translate(rawOf(v))
-	}
+	attrs.add(vals)
 	return attrs, nil
 }
 

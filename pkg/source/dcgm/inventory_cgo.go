@@ -303,6 +303,12 @@ func (s *Source) readAttributes(ctx context.Context, gpus []uint, gis, cis []god
 	if err != nil {
 		return nil, err
 	}
+	attrs.add(vals)
+	return attrs, nil
+}
+
+// add files live values by entity and field.
+func (attrs attributes) add(vals []godcgm.FieldValue_v2) {
 	for i := range vals {
 		v := &vals[i]
 		ref := entityRef{uint(v.EntityGroupId), v.EntityID}
@@ -313,7 +319,6 @@ func (s *Source) readAttributes(ctx context.Context, gpus []uint, gis, cis []god
 		}
 		m[uint16(v.FieldID)] = translate(rawOf(v))
 	}
-	return attrs, nil
 }
 
 // setInventory installs a freshly built inventory. It keeps the current
