@@ -334,25 +334,12 @@ func (s *Source) setInventory(next *inventory) bool {
 		return false
 	}
 	s.inv = next
-	present := map[string]bool{}
-	for _, e := range next.inv.Entities {
-		if e.Kind == source.GPU && e.UUID != "" {
-			present[e.UUID] = true
-			if _, ok := s.lost[e.UUID]; ok {
-				delete(s.lost, e.UUID)
-				s.log.Info("gpu back", "gpu", e.GPU, "uuid", e.UUID)
-			}
-		}
-	}
+	var before []source.Entity
 	if prev != nil {
-		for _, e := range prev.inv.Entities {
-			if e.Kind == source.GPU && e.UUID != "" && !present[e.UUID] {
-				if _, ok := s.lost[e.UUID]; !ok {
-					s.lost[e.UUID] = LostGPU{GPU: e.GPU, UUID: e.UUID, Since: now}
-					s.log.Warn("gpu lost", "gpu", e.GPU, "uuid", e.UUID)
-				}
-			}
-		}
+		before = prev.inv.Entities
+	}
+	s.lost.Update(before, next.inv.Entities, now, s.log)
+	if prev != nil {
 		s.log.Info("dcgm inventory changed", "gpus", next.inv.GPUs(), "entities", len(next.inv.Entities))
 	}
 	return true

@@ -48,7 +48,7 @@ type Source struct {
 	plan     plan
 	reads    []readCall
 	xidSince time.Time
-	lost     map[string]LostGPU
+	lost     source.LostTracker
 	logged   map[string]bool
 	// fabric is the last NVLink fabric DCGM reported (loadFabric);
 	// fabricReadAt when links and switches were last read.
@@ -81,7 +81,6 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		log:    logger.With("source", "dcgm"),
 		now:    time.Now,
 		link:   cgocall.NewLink("dcgm", cgocall.Retry{CallTimeout: cfg.CallTimeout, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax}),
-		lost:   map[string]LostGPU{},
 		logged: map[string]bool{},
 	}
 	s.w = newWorker(cfg.CallTimeout, s.release)
@@ -186,12 +185,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 func (s *Source) LostGPUs() []LostGPU {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]LostGPU, 0, len(s.lost))
-	for _, g := range s.lost {
-		out = append(out, g)
-	}
-	slices.SortFunc(out, func(a, b LostGPU) int { return a.GPU - b.GPU })
-	return out
+	return s.lost.List()
 }
 
 // Close shuts go-dcgm down and stops the worker. If a DCGM call is still

@@ -323,28 +323,12 @@ func (s *Source) install(ctx context.Context, gpus []*gpuInfo, entities []source
 		return s.registerEvents(ctx)
 	}
 	s.inv = &source.Inventory{DriverVersion: s.driver, Entities: entities}
-	now := s.now()
-	present := map[string]bool{}
-	for _, e := range entities {
-		if e.Kind != source.GPU {
-			continue
-		}
-		present[e.UUID] = true
-		if _, ok := s.lost[e.UUID]; ok {
-			delete(s.lost, e.UUID)
-			s.log.Info("gpu back", "gpu", e.GPU, "uuid", e.UUID)
-		}
-	}
+	var before []source.Entity
 	if prev != nil {
-		for _, e := range prev.Entities {
-			if e.Kind != source.GPU || present[e.UUID] {
-				continue
-			}
-			if _, ok := s.lost[e.UUID]; !ok {
-				s.lost[e.UUID] = LostGPU{GPU: e.GPU, UUID: e.UUID, Since: now}
-				s.log.Warn("gpu lost", "gpu", e.GPU, "uuid", e.UUID)
-			}
-		}
+		before = prev.Entities
+	}
+	present := s.lost.Update(before, entities, s.now(), s.log)
+	if prev != nil {
 		s.log.Info("nvml inventory changed", "gpus", s.inv.GPUs(), "entities", len(entities))
 	}
 	var gone []nvml.EventSet

@@ -46,7 +46,7 @@ type Source struct {
 	gpus  []*gpuInfo           // the GPUs of inv, in row order
 	xid   map[string]*xidState // by GPU UUID; reset with each NVML session
 	dead  map[string]bool      // GPUs lost in this NVML session, by UUID
-	lost  map[string]LostGPU   // GPUs gone from the inventory, by UUID
+	lost  source.LostTracker   // GPUs gone from the inventory
 	procs []Process
 
 	logged map[string]bool
@@ -85,7 +85,6 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		link:   cgocall.NewLink("nvml", cgocall.Retry{CallTimeout: cfg.CallTimeout, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax}),
 		xid:    map[string]*xidState{},
 		dead:   map[string]bool{},
-		lost:   map[string]LostGPU{},
 		logged: map[string]bool{},
 		plan:   makePlan(nil),
 	}
@@ -213,12 +212,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 func (s *Source) LostGPUs() []LostGPU {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]LostGPU, 0, len(s.lost))
-	for _, g := range s.lost {
-		out = append(out, g)
-	}
-	slices.SortFunc(out, func(a, b LostGPU) int { return a.GPU - b.GPU })
-	return out
+	return s.lost.List()
 }
 
 // Processes returns the compute processes the last Read saw, by GPU, when
