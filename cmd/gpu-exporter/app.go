@@ -103,7 +103,7 @@ func newApp(ctx context.Context, o *options, fs *pflag.FlagSet, logger *slog.Log
 		return nil, err
 	}
 	if o.webConfigFile != "" {
-		if err := checkWebConfig(ctx, o.webConfigFile); err != nil {
+		if err := server.CheckWebConfigFiles(ctx, o.webConfigFile); err != nil {
 			return nil, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -155,7 +156,7 @@ func (a *app) doctorConfig() (doctor.Config, error) {
 			return a.src, socket, err
 		},
 		Catalog: a.cat, CountersFile: o.countersCSV, DefaultFields: defaults,
-		WebConfigFile: o.webConfigFile, WebConfigFiles: checkWebConfig,
+		WebConfigFile: o.webConfigFile, WebConfigFiles: server.CheckWebConfigFiles,
 		Kubernetes: doctor.Kubernetes{
 			Enabled: o.k8sEnabled, Socket: o.k8sSocket,
 			ResourceNames: append(podresources.DefaultResourceNames(), o.k8sResources...),

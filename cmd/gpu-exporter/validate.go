@@ -2,12 +2,8 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"path"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,33 +34,8 @@ func (o *options) validate(fs *pflag.FlagSet) error {
 }
 
 func (o *options) validateWeb(*pflag.FlagSet) error {
-	if len(o.listenAddresses) == 0 && !o.systemdSocket {
-		return fmt.Errorf("--web.listen-address: at least one address is required (or --web.systemd-socket)")
-	}
-	for i, addr := range o.listenAddresses {
-		check := checkListenAddress
-		if server.IsVsockAddress(addr) {
-			check = checkVsockAddress
-		}
-		if err := check(addr); err != nil {
-			return fmt.Errorf("--web.listen-address %q: %w", addr, err)
-		}
-		if slices.Contains(o.listenAddresses[:i], addr) {
-			return fmt.Errorf("--web.listen-address %q is given twice", addr)
-		}
-	}
-	if o.healthAddress != "" {
-		if server.IsVsockAddress(o.healthAddress) {
-			return fmt.Errorf("--web.health-listen-address %q: the health listener is plain TCP (host:port); vsock:// addresses are for --web.listen-address", o.healthAddress)
-		}
-		if err := checkListenAddress(o.healthAddress); err != nil {
-			return fmt.Errorf("--web.health-listen-address %q: %w", o.healthAddress, err)
-		}
-		for _, addr := range o.listenAddresses {
-			if sameListener(addr, o.healthAddress) && !o.systemdSocket {
-				return fmt.Errorf("--web.health-listen-address %q takes the port of --web.listen-address %q: the health listener needs its own port", o.healthAddress, addr)
-			}
-		}
+	if err := server.CheckListeners(o.listenAddresses, o.healthAddress, o.systemdSocket); err != nil {
+		return err // names the flag
 	}
 	if err := server.ValidateTelemetryPath(o.telemetryPath, o.enablePprof); err != nil {
 		return err // names the flag
@@ -76,50 +47,6 @@ func (o *options) validateWeb(*pflag.FlagSet) error {
 		return fmt.Errorf("--web.shutdown-grace must be positive, got %s", o.shutdownGrace)
 	}
 	return nil
-}
-
-// checkListenAddress checks a host:port to listen on; the host may be empty
-// (every interface), the port must be a number (0 picks a free one).
-func checkListenAddress(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("want host:port or :port: %w", err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
-	}
-	return nil
-}
-
-// checkVsockAddress checks a vsock://[CID]:port address as exporter-toolkit
-// reads it (web.ListenAndServe: url.Parse, then the port as a 32-bit
-// number), so that a bad one fails here, naming the flag, rather than once
-// serving.
-func checkVsockAddress(addr string) error {
-	u, err := url.Parse(addr)
-	if err != nil {
-		return fmt.Errorf("want vsock://:port or vsock://CID:port: %w", err)
-	}
-	_, port, err := net.SplitHostPort(u.Host)
-	if err != nil {
-		return fmt.Errorf("want vsock://:port or vsock://CID:port: %w", err)
-	}
-	if _, err := strconv.ParseUint(port, 10, 32); err != nil {
-		return fmt.Errorf("vsock port %q is not a number from 0 to 4294967295", port)
-	}
-	return nil
-}
-
-// sameListener reports whether two valid listen addresses would take the
-// same port: equal ports (not 0) on the same host or on a wildcard host.
-func sameListener(a, b string) bool {
-	ha, pa, _ := net.SplitHostPort(a)
-	hb, pb, _ := net.SplitHostPort(b)
-	if pa != pb || pa == "0" {
-		return false
-	}
-	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return ha == hb || wild(ha) || wild(hb)
 }
 
 func (o *options) validateCollect(*pflag.FlagSet) error {
