@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/promslog"
@@ -28,10 +26,7 @@ const doctorCommand = "doctor"
 // 2 on a usage error. --output (text or json) and --args-from are its own
 // flags; every other flag is the exporter's.
 func runDoctor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	output, rest, err := doctorOutput(args)
-	if err == nil {
-		rest, err = argsFrom(rest)
-	}
+	output, rest, err := doctor.Args(args, doctorCommand)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 2
@@ -72,69 +67,6 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		return 1
 	}
 	return 0
-}
-
-// doctorOutput takes --output=FORMAT (or --output FORMAT) out of args.
-func doctorOutput(args []string) (output string, rest []string, err error) {
-	output = "text"
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		switch {
-		case arg == "--output" || arg == "-output":
-			if i+1 == len(args) {
-				return "", nil, errors.New("--output needs a value: text or json")
-			}
-			i++
-			output = args[i]
-		case strings.HasPrefix(arg, "--output="):
-			output = strings.TrimPrefix(arg, "--output=")
-		default:
-			rest = append(rest, arg)
-		}
-	}
-	if output != "text" && output != "json" {
-		return "", nil, fmt.Errorf("--output=%q: want text or json", output)
-	}
-	return output, rest, nil
-}
-
-// argsFrom takes --args-from=FILE out of args and puts the flags of the
-// command line FILE holds (NUL-separated, as /proc/PID/cmdline: the program
-// name first) before the remaining args, so that a doctor started with
-// kubectl exec checks the flags the running exporter was given.
-func argsFrom(args []string) ([]string, error) {
-	var file string
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--args-from":
-			if i+1 == len(args) {
-				return nil, errors.New("--args-from needs a file, such as /proc/1/cmdline")
-			}
-			i++
-			file = args[i]
-		case strings.HasPrefix(a, "--args-from="):
-			file = strings.TrimPrefix(a, "--args-from=")
-		default:
-			rest = append(rest, a)
-		}
-	}
-	if file == "" {
-		return rest, nil
-	}
-	data, err := os.ReadFile(file) //nolint:gosec // G304: the operator names the command line to read
-	if err != nil {
-		return nil, fmt.Errorf("--args-from: %w", err)
-	}
-	from := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-	if len(from) == 0 || from[0] == "" {
-		return nil, fmt.Errorf("--args-from %s: empty command line", file)
-	}
-	from = from[1:] // the program
-	if len(from) > 0 && from[0] == doctorCommand {
-		from = from[1:]
-	}
-	return append(from, rest...), nil
 }
 
 // doctorConfig describes the exporter's configuration to the doctor, with
