@@ -156,11 +156,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 // the naming. The read stops when ctx is done.
 func (a *app) loadCounters(ctx context.Context) (exposition.Counters, error) {
 	if a.o.countersCSV == "" {
-		if a.o.namingMode == exposition.NamingDCGM {
-			set, labels := a.cat.DCGMDefaults()
-			return exposition.Counters{Fields: set, Labels: labels}, nil
-		}
-		return exposition.Counters{Fields: a.cat.Defaults()}, nil
+		return exposition.BuiltinCounters(a.o.namingMode, a.cat), nil
 	}
 	c, err := config.LoadCountersContext(ctx, a.o.countersCSV, a.cat)
 	if err != nil {
@@ -172,25 +168,11 @@ func (a *app) loadCounters(ctx context.Context) (exposition.Counters, error) {
 	for _, w := range c.Warnings {
 		a.logger.Warn("counters file row read with a change", "at", w.Where, "name", w.Name, "warning", w.Message)
 	}
-	k := exposition.Counters{Fields: c.Fields}
-	if a.o.namingMode != exposition.NamingDCGM {
-		if len(c.Labels) > 0 || c.XIDErrorsCount != nil || c.ClockEventsCount != nil {
-			a.logger.Info("counters file lists label fields or DCGM_EXP_* counters; they apply with --naming=dcgm only", "file", a.o.countersCSV)
-		}
-		return k, nil
+	k, unused := exposition.FileCounters(a.o.namingMode, c, a.o.xidWindow, a.o.clockEventsWindow)
+	if unused {
+		a.logger.Info("counters file lists label fields or DCGM_EXP_* counters; they apply with --naming=dcgm only", "file", a.o.countersCSV)
 	}
-	k.Labels = c.Labels
-	k.XIDErrorsCount = windowCounter(c.XIDErrorsCount, a.o.xidWindow)
-	k.ClockEventsCount = windowCounter(c.ClockEventsCount, a.o.clockEventsWindow)
 	return k, nil
-}
-
-// windowCounter configures a DCGM_EXP_* counter the counters file lists.
-func windowCounter(row *config.ExporterCounter, window time.Duration) *exposition.WindowCounter {
-	if row == nil {
-		return nil
-	}
-	return &exposition.WindowCounter{Name: row.Name, Help: row.Help, Type: row.Type, Window: window}
 }
 
 // dcgmNaming returns the options of --naming=dcgm.

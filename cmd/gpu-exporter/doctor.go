@@ -77,17 +77,13 @@ func (a *app) doctorConfig() (doctor.Config, error) {
 	if err != nil {
 		return doctor.Config{}, fmt.Errorf("--kubernetes.gpu-id-type: %w", err)
 	}
-	defaults := a.cat.Defaults()
-	if o.namingMode == exposition.NamingDCGM {
-		defaults, _ = a.cat.DCGMDefaults()
-	}
 	return doctor.Config{
 		Source: o.source, Scenario: o.scenario, DCGMMode: o.dcgmMode, DCGMRemoteAddress: o.dcgmRemoteAddress,
 		Open: func(ctx context.Context) (source.Source, string, error) {
 			socket, err := a.openSource(ctx)
 			return a.src, socket, err
 		},
-		Catalog: a.cat, CountersFile: o.countersCSV, DefaultFields: defaults,
+		Catalog: a.cat, CountersFile: o.countersCSV, DefaultFields: exposition.BuiltinCounters(o.namingMode, a.cat).Fields,
 		WebConfigFile: o.webConfigFile, WebConfigFiles: server.CheckWebConfigFiles,
 		Kubernetes: doctor.Kubernetes{
 			Enabled: o.k8sEnabled, Socket: o.k8sSocket,
