@@ -169,7 +169,9 @@ func TestReaderFileForms(t *testing.T) {
 		{"too large file", gpu(7), nil},
 		{"directory named like a GPU", gpu(8), nil},
 		{"named pipe", gpu(9), nil},
-		{"NVLink entity", &source.Entity{Kind: source.NVLink, GPU: 0}, nil},
+		{"a GPU's NVLink is held with its GPU", &source.Entity{Kind: source.NVLink, Parent: source.GPU, GPU: 1, Link: 3}, []Job{{ID: "job1-1"}, {ID: "job2-1"}}},
+		{"an NVSwitch port has no GPU", &source.Entity{Kind: source.NVLink, Parent: source.NVSwitch, GPU: -1, ID: 0, Link: 1}, nil},
+		{"an NVSwitch", &source.Entity{Kind: source.NVSwitch, GPU: -1, ID: 0}, nil},
 	} {
 		if got := tab.Jobs(tc.e); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: Jobs(%+v) = %+v, want %+v", tc.name, tc.e, got, tc.want)
