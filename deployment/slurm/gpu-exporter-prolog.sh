@@ -92,8 +92,8 @@ for gpu do
 		continue
 		;;
 	esac
-	# 007 is GPU 7, as the exporter reads file names (no $((…)): 08 is
-	# not octal).
+	# 007 is GPU 7, written to file 7: the exporter, like dcgm-exporter,
+	# reads no file name with leading zeros (no $((…)): 08 is not octal).
 	while case $gpu in 0?*) true ;; *) false ;; esac do
 		gpu=${gpu#0}
 	done

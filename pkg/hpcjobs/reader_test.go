@@ -190,6 +190,35 @@ func TestReaderFileForms(t *testing.T) {
 	}
 }
 
+// A name with leading zeros names no GPU, as in dcgm-exporter (which
+// compares the name with the gpu label as a string): "00" and "01" do not
+// replace or hide the jobs of "0" and "1", and are counted.
+func TestReaderLeadingZeros(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.write("0", "100\n")
+	h.write("00", "200\n")
+	h.write("01", "300\n")
+	h.write("2.1", "400\n")
+	h.write("2.01", "500\n")
+	tab := h.refresh()
+	for _, tc := range []struct {
+		e    *source.Entity
+		want []string
+	}{
+		{gpu(0), []string{"100"}},
+		{gpu(1), nil},
+		{mig(2, 1, -1), []string{"400"}},
+	} {
+		if got := ids(tab.Jobs(tc.e)); !slices.Equal(got, tc.want) {
+			t.Errorf("Jobs(%+v) = %v, want %v", tc.e, got, tc.want)
+		}
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", ReasonName); got != 3 {
+		t.Errorf("malformed_files{reason=name} = %v, want 3", got)
+	}
+}
+
 // Jobs that start and end between refreshes show at the next refresh; a
 // job that came and went between two refreshes never shows; an unchanged
 // directory keeps the same table pointer (the collector's join cache).
