@@ -50,7 +50,9 @@ if ! word "$job"; then
 	exit 0
 fi
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
-[ -n "$gpus" ] || exit 0 # a job without GPUs
+# A job without GPUs; NoDevFiles is what Slurm sets when gres.conf names no
+# device files (src/plugins/gres/common/gres_common.c): no index to record.
+case $gpus in '' | NoDevFiles) exit 0 ;; esac
 
 line=$job
 if [ "${GPU_JOB_MAPPING_FIELDS:-yes}" != no ]; then
