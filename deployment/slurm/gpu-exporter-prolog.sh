@@ -50,7 +50,9 @@ if ! word "$job"; then
 	exit 0
 fi
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
-[ -n "$gpus" ] || exit 0 # a job without GPUs
+# A job without GPUs; NoDevFiles is what Slurm sets when gres.conf names no
+# device files (src/plugins/gres/common/gres_common.c): no index to record.
+case $gpus in '' | NoDevFiles) exit 0 ;; esac
 
 line=$job
 if [ "${GPU_JOB_MAPPING_FIELDS:-yes}" != no ]; then
@@ -92,8 +94,8 @@ for gpu do
 		continue
 		;;
 	esac
-	# 007 is GPU 7, as the exporter reads file names (no $((…)): 08 is
-	# not octal).
+	# 007 is GPU 7, written to file 7: the exporter, like dcgm-exporter,
+	# reads no file name with leading zeros (no $((…)): 08 is not octal).
 	while case $gpu in 0?*) true ;; *) false ;; esac do
 		gpu=${gpu#0}
 	done

@@ -41,7 +41,7 @@ import (
 // label of gpu_exporter_hpc_job_mapping_malformed_files.
 const (
 	// ReasonName: the file name is neither a GPU index nor
-	// <GPU index>.<GPU instance id>. Names starting with a dot (the
+	// <GPU index>.<GPU instance id> (in decimal without leading zeros). Names starting with a dot (the
 	// temporary files of atomic writes) are skipped without counting.
 	ReasonName = "name"
 	// ReasonUnreadable: the file could not be read (not a regular file,
@@ -100,7 +100,10 @@ var validName = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 const maxIndex = 1 << 16
 
 // ParseName reads a mapping file name: "3" is GPU 3, "3.1" MIG GPU
-// instance 1 of GPU 3.
+// instance 1 of GPU 3. A number with leading zeros ("03", "3.01") names
+// nothing: dcgm-exporter compares the name with the gpu label as a string,
+// so it never matches such a file, and reading "00" as 0 here would let it
+// replace the jobs of "0".
 func ParseName(name string) (Key, bool) {
 	if !validName.MatchString(name) {
 		return Key{}, false
@@ -115,6 +118,9 @@ func ParseName(name string) (Key, bool) {
 		if k.Instance, err = strconv.Atoi(inst); err != nil || k.Instance > maxIndex {
 			return Key{}, false
 		}
+	}
+	if k.Name() != name {
+		return Key{}, false // leading zeros
 	}
 	return k, true
 }

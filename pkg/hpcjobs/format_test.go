@@ -21,7 +21,10 @@ func TestParseName(t *testing.T) {
 		{"42", Key{42, -1}, true},
 		{"2.0", Key{2, 0}, true},
 		{"3.10", Key{3, 10}, true},
-		{"007", Key{7, -1}, true},
+		{"007", Key{}, false}, // dcgm-exporter matches the name as a string: "007" is no GPU's
+		{"00", Key{}, false},
+		{"3.01", Key{}, false},
+		{"0.0", Key{0, 0}, true},
 		{"foo", Key{}, false},
 		{"bar.txt", Key{}, false},
 		{".gitkeep", Key{}, false},

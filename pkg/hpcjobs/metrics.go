@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer, logs *logthrottle.Logger) (*metrics, 
 	m := &metrics{
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_hpc_job_mapping_up",
-			Help: "Whether the last read of the HPC job mapping directory succeeded (1) or not (0: missing, not a directory, unreadable); while 0 no series carries hpc_job labels.",
+			Help: "Whether the last read of the HPC job mapping directory succeeded (1) or not (0: missing, not a directory, unreadable, timed out); while 0 no series carries hpc_job labels.",
 		}),
 		jobs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_hpc_jobs",

@@ -42,9 +42,15 @@ type Reader struct {
 
 	table atomic.Pointer[Table]
 
+	// readBytes reads one mapping file: config.ReadFile; tests make it
+	// hang as a network file system can.
+	readBytes func(ctx context.Context, path string) ([]byte, error)
+
 	mu sync.Mutex // serialises refreshes and guards the fields below
 	// down is set while the directory cannot be read (logged once).
 	down bool
+	// timedOut is set when the last refresh ran out of time half-way.
+	timedOut bool
 	// problems are the (file, reason) pairs of the last refresh, so that a
 	// file that stays malformed is logged when it becomes so, not on every
 	// refresh.
@@ -68,7 +74,8 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Reader, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Reader{cfg: cfg, logger: logger, logs: logthrottle.New(logger, logthrottle.Config{}), problems: map[fileProblem]bool{}}
+	r := &Reader{cfg: cfg, logger: logger, logs: logthrottle.New(logger, logthrottle.Config{}), problems: map[fileProblem]bool{},
+		readBytes: config.ReadFile}
 	m, err := newMetrics(reg, r.logs)
 	if err != nil {
 		return nil, err
@@ -100,7 +107,8 @@ func (r *Reader) Run(ctx context.Context) {
 // directory cannot be read (deleted, not mounted, not a directory) the
 // table becomes empty, so that no series keeps a job that may have ended,
 // gpu_exporter_hpc_job_mapping_up is 0, and the error is returned; the
-// exporter keeps serving without hpc_job labels.
+// exporter keeps serving without hpc_job labels. A read that runs out of
+// time half-way sets up to 0 too; its table goes at the second in a row.
 func (r *Reader) Refresh(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -146,11 +154,19 @@ func (r *Reader) Refresh(ctx context.Context) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		// Out of time half-way: a partial table would drop jobs that still
-		// run, so the last table stands.
-		r.logs.Warn("hpcjobs/timeout", "HPC job mapping directory read timed out; keeping the last job table", "dir", r.cfg.Dir, "timeout", r.cfg.Timeout)
+		// Out of time half-way: the read failed. A partial table would drop
+		// jobs that still run, so the last table stands for this refresh;
+		// at the second failure in a row it goes, so that no job outlives
+		// its file for as long as the file system hangs.
+		r.m.up.Set(0)
+		if r.timedOut {
+			r.publish(&Table{})
+		}
+		r.timedOut = true
+		r.logs.Warn("hpcjobs/timeout", "HPC job mapping directory read timed out; the last job table stands for one refresh", "dir", r.cfg.Dir, "timeout", r.cfg.Timeout)
 		return fmt.Errorf("hpc job mapping directory %s: %w", r.cfg.Dir, err)
 	}
+	r.timedOut = false
 	r.publish(NewTable(files))
 	r.m.up.Set(1)
 	r.setProblems(problems)
@@ -168,7 +184,7 @@ func (r *Reader) readFile(ctx context.Context, path string, de fs.DirEntry, prob
 	}
 	var data []byte
 	if err == nil {
-		data, err = config.ReadFile(ctx, path)
+		data, err = r.readBytes(ctx, path)
 	}
 	if err == nil && len(data) > MaxFileBytes { // it grew since the listing
 		err = fmt.Errorf("larger than %d KiB", MaxFileBytes>>10)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -169,7 +171,9 @@ func TestReaderFileForms(t *testing.T) {
 		{"too large file", gpu(7), nil},
 		{"directory named like a GPU", gpu(8), nil},
 		{"named pipe", gpu(9), nil},
-		{"NVLink entity", &source.Entity{Kind: source.NVLink, GPU: 0}, nil},
+		{"a GPU's NVLink is held with its GPU", &source.Entity{Kind: source.NVLink, Parent: source.GPU, GPU: 1, Link: 3}, []Job{{ID: "job1-1"}, {ID: "job2-1"}}},
+		{"an NVSwitch port has no GPU", &source.Entity{Kind: source.NVLink, Parent: source.NVSwitch, GPU: -1, ID: 0, Link: 1}, nil},
+		{"an NVSwitch", &source.Entity{Kind: source.NVSwitch, GPU: -1, ID: 0}, nil},
 	} {
 		if got := tab.Jobs(tc.e); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: Jobs(%+v) = %+v, want %+v", tc.name, tc.e, got, tc.want)
@@ -185,6 +189,35 @@ func TestReaderFileForms(t *testing.T) {
 	}
 	if got := h.gauge("gpu_exporter_hpc_jobs"); got != 6 {
 		t.Errorf("jobs = %v, want 6", got)
+	}
+}
+
+// A name with leading zeros names no GPU, as in dcgm-exporter (which
+// compares the name with the gpu label as a string): "00" and "01" do not
+// replace or hide the jobs of "0" and "1", and are counted.
+func TestReaderLeadingZeros(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.write("0", "100\n")
+	h.write("00", "200\n")
+	h.write("01", "300\n")
+	h.write("2.1", "400\n")
+	h.write("2.01", "500\n")
+	tab := h.refresh()
+	for _, tc := range []struct {
+		e    *source.Entity
+		want []string
+	}{
+		{gpu(0), []string{"100"}},
+		{gpu(1), nil},
+		{mig(2, 1, -1), []string{"400"}},
+	} {
+		if got := ids(tab.Jobs(tc.e)); !slices.Equal(got, tc.want) {
+			t.Errorf("Jobs(%+v) = %v, want %v", tc.e, got, tc.want)
+		}
+	}
+	if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", ReasonName); got != 3 {
+		t.Errorf("malformed_files{reason=name} = %v, want 3", got)
 	}
 }
 
@@ -224,6 +257,66 @@ func TestReaderJobsStartAndEnd(t *testing.T) {
 	h.write("3", "104\n") // 103 ends, 104 stays
 	if got := ids(h.refresh().Jobs(gpu(3))); !slices.Equal(got, []string{"104"}) {
 		t.Errorf("GPU 3 jobs = %v, want [104]", got)
+	}
+}
+
+// A read that runs out of time half-way (a mapping file on a hung network
+// file system) is a failed read: up is 0 at once. The last table stands
+// for that one refresh, so that one slow read drops no running job; a
+// second failed read in a row empties it, so that a job whose file is gone
+// does not keep its label for as long as the file system hangs.
+func TestReaderTimeouts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	r, err := New(Config{Dir: h.dir, RefreshInterval: time.Hour, Timeout: 50 * time.Millisecond}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hang atomic.Bool
+	r.readBytes = func(ctx context.Context, path string) ([]byte, error) {
+		if filepath.Base(path) == "1" && hang.Load() {
+			<-ctx.Done() // as a read blocked in the kernel, given up at the deadline
+			return nil, context.Cause(ctx)
+		}
+		return config.ReadFile(ctx, path)
+	}
+	h.write("0", "100\n")
+	h.write("1", "200\n")
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.remove("0") // job 100 ends
+	hang.Store(true)
+	steps := []struct {
+		name       string
+		gpu0, gpu1 []string
+		up         float64
+	}{
+		{"first timeout: the last table stands", []string{"100"}, []string{"200"}, 0},
+		{"second timeout in a row: no table", nil, nil, 0},
+		{"third", nil, nil, 0},
+	}
+	for _, st := range steps {
+		if err := r.Refresh(context.Background()); err == nil {
+			t.Fatalf("%s: Refresh succeeded while a file read hangs", st.name)
+		}
+		tab := r.Table()
+		if got := ids(tab.Jobs(gpu(0))); !slices.Equal(got, st.gpu0) {
+			t.Errorf("%s: GPU 0 jobs %v, want %v", st.name, got, st.gpu0)
+		}
+		if got := ids(tab.Jobs(gpu(1))); !slices.Equal(got, st.gpu1) {
+			t.Errorf("%s: GPU 1 jobs %v, want %v", st.name, got, st.gpu1)
+		}
+		if got := testutil.ToFloat64(r.m.up); got != st.up {
+			t.Errorf("%s: up = %v, want %v", st.name, got, st.up)
+		}
+	}
+	hang.Store(false)
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(r.Table().Jobs(gpu(1))); !slices.Equal(got, []string{"200"}) || testutil.ToFloat64(r.m.up) != 1 {
+		t.Errorf("after the file system recovered: GPU 1 jobs %v, up %v", got, testutil.ToFloat64(r.m.up))
 	}
 }
 

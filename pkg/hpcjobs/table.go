@@ -38,6 +38,8 @@ func NewTable(files map[Key][]Job) *Table {
 // Jobs returns the jobs holding entity e, sorted by id: for a GPU the jobs
 // of its index's file, for a MIG instance those of its
 // <GPU index>.<GPU instance id> file, as dcgm-exporter matches them. A
+// GPU's NVLinks are held with the GPU, as the kubelet's table holds them
+// (podresources.Table.Holders); an NVSwitch and its ports have no job. A
 // whole-GPU file does not attribute the GPU's MIG instances, nor the
 // reverse. The result is shared: do not modify it. Safe for concurrent use
 // and on a nil *Table.
@@ -50,6 +52,10 @@ func (t *Table) Jobs(e *source.Entity) []Job {
 		return t.byKey[Key{GPU: e.GPU, Instance: -1}]
 	case source.GPUInstance:
 		return t.byKey[Key{GPU: e.GPU, Instance: e.GPUInstance}]
+	case source.NVLink:
+		if e.Parent == source.GPU {
+			return t.byKey[Key{GPU: e.GPU, Instance: -1}]
+		}
 	}
 	return nil
 }

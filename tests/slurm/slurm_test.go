@@ -173,6 +173,7 @@ func TestPrologForms(t *testing.T) {
 		env   []string
 		want  map[string]string
 		stder string // a substring of the script's stderr, if any
+		quiet bool   // the script must write nothing to stderr (nor syslog)
 	}{
 		{name: "no GPUs: nothing written", env: []string{"SLURM_JOB_ID=7"}, want: map[string]string{}},
 		{name: "no job id: nothing written", env: []string{"SLURM_JOB_GPUS=0"}, want: map[string]string{}, stder: "SLURM_JOB_ID is missing"},
@@ -187,6 +188,11 @@ func TestPrologForms(t *testing.T) {
 		{name: "UUIDs are skipped", env: []string{"SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=GPU-8f1c2d3e,1,MIG-abc"},
 			want: map[string]string{"1": "7\n"}, stder: "'GPU-8f1c2d3e' is not an index"},
 		{name: "leading zeros", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=08,00"}, want: map[string]string{"8": "7\n", "0": "7\n"}},
+		// Slurm sets NoDevFiles when gres.conf names no device files
+		// (common_gres_set_env in src/plugins/gres/common/gres_common.c):
+		// no GPU to record, and nothing to log for every job.
+		{name: "NoDevFiles in CUDA_VISIBLE_DEVICES", env: []string{"SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=NoDevFiles"}, want: map[string]string{}, quiet: true},
+		{name: "NoDevFiles in SLURM_JOB_GPUS", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=NoDevFiles"}, want: map[string]string{}, quiet: true},
 		{name: "a glob is no GPU", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=*"}, want: map[string]string{}, stder: "'*' is not an index"},
 	}
 	for _, tc := range cases {
@@ -199,6 +205,9 @@ func TestPrologForms(t *testing.T) {
 				}
 				if tc.stder != "" && !strings.Contains(stderr, tc.stder) {
 					t.Errorf("stderr %q, want %q", stderr, tc.stder)
+				}
+				if tc.quiet && stderr != "" {
+					t.Errorf("stderr %q, want nothing", stderr)
 				}
 			})
 		})

@@ -27,7 +27,10 @@ type linkInfo struct {
 // scanLinks lists the NVLinks of a GPU: the link indices below
 // NVML_NVLINK_MAX_LINKS whose state NVML reports (nvmlDeviceGetNvLinkState
 // answers NOT_SUPPORTED for a GPU without NVLink, INVALID_ARGUMENT for an
-// index it does not have, nvml.h). A lost GPU fails.
+// index it does not have, nvml.h). NOT_SUPPORTED is an answer for one
+// index: DCGM asks every index and marks only that link not supported
+// (DcgmCacheManager::UpdateNvLinkLinkState), so the scan goes on. A lost
+// GPU fails.
 func scanLinks(uuid string, dev nvml.Device) ([]linkInfo, error) {
 	var links []linkInfo
 	for l := range nvml.NVLINK_MAX_LINKS {
@@ -36,9 +39,7 @@ func scanLinks(uuid string, dev nvml.Device) ([]linkInfo, error) {
 		case nvml.SUCCESS:
 		case nvml.ERROR_GPU_IS_LOST:
 			return nil, lostError{uuid: uuid}
-		case nvml.ERROR_NOT_SUPPORTED:
-			return links, nil // no NVLink on this GPU
-		default:
+		default: // NOT_SUPPORTED, INVALID_ARGUMENT: not a link of this GPU
 			continue
 		}
 		li := linkInfo{index: l}

@@ -3,6 +3,7 @@
 package nvml
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -84,5 +85,31 @@ func TestNVLinks(t *testing.T) {
 		if got := value(t, s, v.key, v.id); got != v.want {
 			t.Errorf("%s field %d = %+v, want %+v", v.key, v.id, got, v.want)
 		}
+	}
+}
+
+// NOT_SUPPORTED for one link index is that link's answer, not the GPU's:
+// the links after it are still scanned, as DCGM scans every index
+// (DcgmCacheManager::UpdateNvLinkLinkState).
+func TestNVLinkNotSupportedPerLink(t *testing.T) {
+	t.Parallel()
+	g0, g1 := h100(), h100()
+	g1.uuid, g1.bus, g1.minor = "GPU-11111111-2222-3333-4444-555555555555", "00000000:5E:00.0", 1
+	g0.links = []fakeLink{
+		{unsupported: true},
+		{active: true, remoteBus: g1.bus, remoteType: nvml.NVLINK_DEVICE_TYPE_GPU},
+		{unsupported: true},
+		{active: false, remoteBus: g1.bus, remoteType: nvml.NVLINK_DEVICE_TYPE_GPU},
+	}
+	src, _ := open(t, newFakeNode(g0, g1), testConfig())
+	watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
+	s := read(t, src)
+	var got []string
+	for _, e := range s.Inventory.Entities {
+		got = append(got, e.Key())
+	}
+	want := []string{"gpu:0", "gpu:1", "link:0:1", "link:0:3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("entities %v, want %v", got, want)
 	}
 }

@@ -65,6 +65,11 @@ type fakeLink struct {
 	remoteBus  string
 	remoteType nvml.IntNvLinkDeviceType
 	errors     [4]uint64
+
+	// unsupported: NVML answers NOT_SUPPORTED for this link alone; DCGM
+	// expects it per link (DcgmCacheManager::UpdateNvLinkLinkState marks
+	// that link NotSupported and goes on to the next).
+	unsupported bool
 }
 
 // fakeMIG is one MIG device (compute instance) of a GPU in MIG mode.
@@ -223,6 +228,8 @@ func (n *fakeNode) withLink(i, l int, call string, res *nvml.Return, fn func(*fa
 			*res = nvml.ERROR_NOT_SUPPORTED
 		case l < 0 || l >= len(g.links) || g.links[l].absent:
 			*res = nvml.ERROR_INVALID_ARGUMENT
+		case g.links[l].unsupported:
+			*res = nvml.ERROR_NOT_SUPPORTED
 		default:
 			fn(&g.links[l])
 		}
