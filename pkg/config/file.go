@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
@@ -31,7 +32,7 @@ var ErrNotRegular = errors.New("not a regular file")
 // are followed) of at most MaxFileBytes. The read is bounded by ctx and by
 // ReadTimeout, so that nothing at start-up can hang or outlive SIGTERM.
 func ReadFile(ctx context.Context, path string) ([]byte, error) {
-	return readBounded(ctx, ReadTimeout, func() ([]byte, error) { return readRegular(path) })
+	return Bounded(ctx, path, ReadTimeout, func() ([]byte, error) { return readRegular(path) })
 }
 
 // LoadCountersContext reads and parses a counters file, the read bounded by
@@ -44,28 +45,56 @@ func LoadCountersContext(ctx context.Context, path string, cat *fields.Catalog) 
 	return ParseCounters(path, bytes.NewReader(data), cat)
 }
 
-// readBounded runs read on its own goroutine and gives up when ctx is done
-// or timeout passes. A read that is abandoned finishes (or stays blocked) on
-// its goroutine; its result is dropped.
-func readBounded(ctx context.Context, timeout time.Duration, read func() ([]byte, error)) ([]byte, error) {
+// ErrPending is returned while an earlier read of the same thing has not
+// come back: a hung network file system then holds one goroutine per path,
+// not one more per attempt.
+var ErrPending = errors.New("an earlier read has not returned yet (hung file system?)")
+
+// pending are the keys of reads given up on whose goroutine has not
+// returned.
+var pending = struct {
+	sync.Mutex
+	keys map[string]bool
+}{keys: map[string]bool{}}
+
+// Bounded runs read on its own goroutine and gives up when ctx is done or
+// timeout passes (0: no timeout of its own). A read given up on finishes
+// (or stays blocked) on its goroutine, its result dropped; until it
+// returns, Bounded fails at once for the same key with ErrPending.
+func Bounded[T any](ctx context.Context, key string, timeout time.Duration, read func() (T, error)) (T, error) {
+	var zero T
+	pending.Lock()
+	if pending.keys[key] {
+		pending.Unlock()
+		return zero, fmt.Errorf("%s: %w", key, ErrPending)
+	}
+	pending.keys[key] = true
+	pending.Unlock()
 	type result struct {
-		data []byte
-		err  error
+		v   T
+		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		data, err := read()
-		ch <- result{data, err}
+		v, err := read()
+		pending.Lock()
+		delete(pending.keys, key)
+		pending.Unlock()
+		ch <- result{v, err}
 	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
 	select {
 	case r := <-ch:
-		return r.data, r.err
+		return r.v, r.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("reading stopped: %w", context.Cause(ctx))
-	case <-timer.C:
-		return nil, fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded)
+		return zero, fmt.Errorf("reading stopped: %w", context.Cause(ctx))
+	case <-expired:
+		return zero, fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded)
 	}
 }
 

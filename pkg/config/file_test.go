@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 )
 
@@ -117,10 +119,44 @@ func TestReadBoundedStops(t *testing.T) {
 			t.Cleanup(func() { close(block) })
 			// The read blocks until the test ends: returning at all is
 			// what shows the bound works.
-			_, err := readBounded(tc.ctx, tc.timeout, func() ([]byte, error) { <-block; return nil, nil })
+			_, err := Bounded(tc.ctx, "test:"+tc.name, tc.timeout, func() ([]byte, error) { <-block; return nil, nil })
 			if !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
 		})
 	}
+}
+
+// TestBoundedOnePendingPerKey: while a read given up on is still blocked
+// (a hung mount), another read of the same key fails at once instead of
+// leaving one more goroutine behind; other keys are not held up, and once
+// the blocked read returns the key reads again.
+func TestBoundedOnePendingPerKey(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	var started atomic.Int32
+	hung := func() ([]byte, error) { started.Add(1); <-block; return []byte("late"), nil }
+	const key = "test:/mnt/nfs/hpc/0"
+	if _, err := Bounded(t.Context(), key, 10*time.Millisecond, hung); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first read: %v, want a timeout", err)
+	}
+	for range 3 {
+		if _, err := Bounded(t.Context(), key, 50*time.Millisecond, hung); !errors.Is(err, ErrPending) || !strings.Contains(err.Error(), key) {
+			t.Fatalf("read while the first is blocked: %v, want ErrPending naming the key", err)
+		}
+	}
+	if n := started.Load(); n != 1 {
+		t.Errorf("%d reads started, want 1", n)
+	}
+	if data, err := Bounded(t.Context(), "test:other", time.Hour, func() ([]byte, error) { return []byte("ok"), nil }); err != nil || string(data) != "ok" {
+		t.Errorf("another key: %q %v", data, err)
+	}
+	close(block)
+	poll.Until(t, "the key reads again once the blocked read returned", func() bool {
+		data, err := Bounded(t.Context(), key, time.Hour, func() ([]byte, error) { return []byte("again"), nil })
+		if err != nil && !errors.Is(err, ErrPending) {
+			t.Fatalf("read after the blocked one returned: %v", err)
+		}
+		return err == nil && string(data) == "again"
+	})
 }

@@ -243,21 +243,8 @@ func (r *Reader) publish(t *Table) {
 }
 
 // readDir lists dir on its own goroutine and gives up when ctx is done: a
-// hung network file system stalls neither the refresh loop nor shutdown.
+// hung network file system stalls neither the refresh loop nor shutdown,
+// and holds at most one goroutine (config.Bounded).
 func readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) {
-	type result struct {
-		entries []fs.DirEntry
-		err     error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		entries, err := os.ReadDir(dir)
-		ch <- result{entries, err}
-	}()
-	select {
-	case res := <-ch:
-		return res.entries, res.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("listing stopped: %w", context.Cause(ctx))
-	}
+	return config.Bounded(ctx, dir, 0, func() ([]fs.DirEntry, error) { return os.ReadDir(dir) })
 }
