@@ -111,7 +111,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 
 	fs.StringVar(&o.source, "source", "auto", "GPU data source: auto (DCGM, else NVML), dcgm, nvml or sim (built-in simulator).")
 	fs.DurationVar(&o.interval, "collect.interval", 10*time.Second, "Time between two collections from the GPU source (at least 100ms).")
-	fs.DurationVar(&o.nvlinkInterval, "collect.nvlink-interval", 30*time.Second, "Time between two updates of the NVLink, NVSwitch and fabric manager fields (DCGM watches them in a field group of their own), at least 100ms; links multiply series, so they are sampled less often than the GPUs.")
+	fs.DurationVar(&o.nvlinkInterval, "collect.nvlink-interval", 30*time.Second, "Time between two updates of the NVLink, NVSwitch and fabric manager fields with the DCGM source (a field group of their own) and the simulator, at least 100ms; links multiply series, so they are sampled less often than the GPUs. The NVML source reads link state and counters at every collection.")
 	fs.DurationVar(&o.timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed, at most the collect interval (0: the collect interval).")
 	fs.StringVar(&o.countersCSV, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.maxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")
