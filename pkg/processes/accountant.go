@@ -174,6 +174,7 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	if devs == nil && err != nil {
 		return nil, err
 	}
+	devs = joinInstances(devs)
 	a.resolver.Begin()
 	out := make([]DeviceUsage, len(devs))
 	for i := range devs {

@@ -232,6 +232,41 @@ func TestAccountantMIGAndPartialFailure(t *testing.T) {
 	}
 }
 
+// A GPU instance split into compute instances is one MIG device per
+// compute instance in NVML (nvmlDeviceGetMigDeviceHandleByIndex), but one
+// entity in the inventory: its devices are joined into one usage, so each
+// container has one row per GPU instance (two rows with the same labels
+// are a duplicate series), and a process on two of them counts once.
+func TestAccountantMIGComputeInstancesJoined(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 11, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 30, 1, "0::/system.slice/xorg.service\n")
+	s := &fixedSampler{devs: []Device{
+		{GPU: 0, UUID: "GPU-0", GPUInstance: 1, MIGUUID: "MIG-ci0", Processes: []Process{
+			{PID: 10, UsedBytes: 1 << 30, UsedKnown: true}, {PID: 30, UsedBytes: 1 << 20, UsedKnown: true}}},
+		{GPU: 0, UUID: "GPU-0", GPUInstance: 2, MIGUUID: "MIG-other", Processes: []Process{{PID: 11, UsedBytes: 3 << 30, UsedKnown: true}}},
+		{GPU: 0, UUID: "GPU-0", GPUInstance: 1, MIGUUID: "MIG-ci1", Processes: []Process{
+			{PID: 11, UsedBytes: 2 << 30, UsedKnown: true}, {PID: 30, UsedBytes: 1 << 20, UsedKnown: true}}},
+	}}
+	a, _, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].GPUInstance != 1 || got[0].MIGUUID != "MIG-ci0" || got[1].GPUInstance != 2 {
+		t.Fatalf("devices = %+v, want GPU instances 1 (its first MIG device's UUID) and 2", got)
+	}
+	want := []Usage{
+		{Who: Who{}, Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
+		{Who: Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 2, MemoryBytes: 3 << 30, MemoryKnown: true},
+	}
+	if !equalUsage(got[0].Containers, want) {
+		t.Errorf("GPU instance 1 containers = %+v\nwant %+v", got[0].Containers, want)
+	}
+}
+
 // 64 GPUs x 16 processes: every process is attributed, and the second
 // collection answers from the cache.
 func TestAccountantScale(t *testing.T) {
