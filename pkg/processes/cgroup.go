@@ -50,6 +50,9 @@ var errNoCgroup = errors.New("empty cgroup file")
 //     writes the UID's dashes as "_"; the runtime's scope is
 //     "cri-containerd-<id>.scope" (containerd), "crio-<id>.scope" (CRI-O)
 //     or "docker-<id>.scope" (Docker through cri-dockerd).
+//   - runc's systemd cgroupsPath taken as a path (cgroup v1 hosts with
+//     containerd): /system.slice/containerd.service/
+//     kubepods-burstable-pod<uid>.slice:cri-containerd:<id>.
 //
 // A kubelet --cgroup-root adds components before kubepods ("/kubelet/
 // kubepods/…", "kubelet-kubepods-….slice"), and a cgroup namespace shows
@@ -93,6 +96,10 @@ func parsePath(path string) (o Owner, found bool, err error) {
 	parts := strings.Split(path, "/")
 	inKubepods := false
 	for i, part := range parts {
+		slice, leaf, literal := cgroupsPathLiteral(part)
+		if literal {
+			part = slice
+		}
 		uid, isPod := podComponent(part, inKubepods)
 		if !isPod {
 			if part == "kubepods" || strings.HasSuffix(part, "kubepods.slice") || strings.HasPrefix(part, "kubepods-") ||
@@ -105,12 +112,34 @@ func parsePath(path string) (o Owner, found bool, err error) {
 			return Owner{}, false, fmt.Errorf("cgroup path %q: pod component %q holds no pod UID", path, part)
 		}
 		o.PodUID = uid
-		if i+1 < len(parts) {
+		switch {
+		case literal:
+			o.ContainerID = containerID(leaf)
+		case i+1 < len(parts):
 			o.ContainerID = containerID(parts[i+1])
 		}
 		return o, true, nil
 	}
 	return Owner{}, false, nil
+}
+
+// cgroupsPathLiteral splits a cgroup named after runc's systemd
+// cgroupsPath, "slice:prefix:name" (runc docs/systemd.md): containerd
+// passes the kubelet's "kubepods-<qos>-pod<uid>.slice:cri-containerd:<id>"
+// and, on cgroup v1 hosts where the path is not turned into systemd units,
+// the container's cgroup keeps that name ("/system.slice/containerd.service/
+// kubepods-…-pod<uid>.slice:cri-containerd:<id>", as pods read it in
+// /proc/self/cgroup). It returns the slice and the name (the container id).
+func cgroupsPathLiteral(part string) (slice, name string, ok bool) {
+	slice, rest, ok := strings.Cut(part, ":")
+	if !ok || !strings.HasSuffix(slice, ".slice") {
+		return "", "", false
+	}
+	_, name, ok = strings.Cut(rest, ":")
+	if !ok || strings.Contains(name, ":") {
+		return "", "", false
+	}
+	return slice, name, true
 }
 
 // podComponent returns the pod UID of a pod-level cgroup name, with dashes:
