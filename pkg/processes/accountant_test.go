@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -375,5 +377,48 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("pid"); err == nil || !strings.Contains(err.Error(), "--collect.processes") {
 		t.Errorf("ParseMode(pid) error = %v", err)
+	}
+}
+
+// NVML's PIDs are the host's: a procfs of another PID namespace (a pod
+// without hostPID reading its own /proc) is warned about once at start.
+func TestAccountantWarnsWithoutHostPIDNamespace(t *testing.T) {
+	t.Parallel()
+	kthreadd := "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615\n"
+	containerPID2 := "2 (sh) S 1 2 2 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 500 1000000 100 18446744073709551615\n"
+	cases := []struct {
+		name     string
+		pid2     string // /proc/2/stat; "" for none
+		hostPIDs bool
+		warn     bool
+	}{
+		{"host namespace", kthreadd, true, false},
+		{"container namespace", containerPID2, true, true},
+		{"no pid 2", "", true, true},
+		{"sampler with its own procfs", "", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			if tc.pid2 != "" {
+				if err := os.MkdirAll(filepath.Join(root, "2"), 0o750); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "2", "stat"), []byte(tc.pid2), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			a, err := NewAccountant(Config{Procfs: root, Mode: ModeContainer, Pods: names, HostPIDs: tc.hostPIDs},
+				&fixedSampler{}, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if got := strings.Contains(logs.String(), "host's PID namespace"); got != tc.warn {
+				t.Errorf("warned = %v, want %v; logs:\n%s", got, tc.warn, logs.String())
+			}
+		})
 	}
 }
