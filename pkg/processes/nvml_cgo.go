@@ -243,23 +243,31 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 			d.addProcess(pi.Pid, l.typ, pi.UsedGpuMemory, known)
 		}
 	}
-	samples, ret := nd.handle.GetProcessUtilization(s.lastSeen[name])
+	// The first read of a device has no previous read: lastSeenTimeStamp 0
+	// reads "all the samples maintained by the driver's internal sample
+	// buffer" (nvmlDeviceGetProcessUtilization), over a window nobody
+	// knows and with PIDs long gone (and perhaps reused). It only sets
+	// the starting point: utilization is known from the second read on.
+	last, primed := s.lastSeen[name]
+	samples, ret := nd.handle.GetProcessUtilization(last)
 	switch ret {
 	case nvml.SUCCESS, nvml.ERROR_INSUFFICIENT_SIZE:
 		// INSUFFICIENT_SIZE with no samples: go-nvml's size query found none.
-		d.Utilization = true
 		us := make([]UtilizationSample, 0, len(samples))
 		for _, x := range samples {
 			us = append(us, UtilizationSample{PID: x.Pid, Time: x.TimeStamp, SM: x.SmUtil, Memory: x.MemUtil, Encoder: x.EncUtil, Decoder: x.DecUtil})
-			if x.TimeStamp > s.lastSeen[name] {
-				s.lastSeen[name] = x.TimeStamp
-			}
+			last = max(last, x.TimeStamp)
 		}
-		d.merge(us)
+		s.lastSeen[name] = last
+		if primed {
+			d.Utilization = true
+			d.merge(us)
+		}
 	case nvml.ERROR_NOT_FOUND:
 		// No sample since lastSeen: every process was idle
 		// (nvmlDeviceGetProcessUtilization).
-		d.Utilization = true
+		s.lastSeen[name] = last
+		d.Utilization = primed
 	case nvml.ERROR_NOT_SUPPORTED:
 		// MIG devices and older GPUs: memory and counts only.
 	default:

@@ -120,19 +120,44 @@ func pinfo(pid uint32, used uint64) nvml.ProcessInfo {
 	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: used, GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
 }
 
+// primeSampler makes the first read, which only sets where the next reads
+// of utilization samples start, and returns its devices.
+func primeSampler(t *testing.T, s *NVMLSampler) []Device {
+	t.Helper()
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.Utilization {
+			t.Errorf("first read of %s reports utilization: it has no previous read", d.UUID)
+		}
+	}
+	return devs
+}
+
 func TestNVMLSamplerListsAndMerges(t *testing.T) {
 	t.Parallel()
 	g := &mockGPU{
 		uuid:     "GPU-0",
 		compute:  []nvml.ProcessInfo{pinfo(10, 4<<30), pinfo(11, 1<<30)},
 		graphics: []nvml.ProcessInfo{pinfo(10, 4<<30), pinfo(12, ^uint64(0))},
-		samples: []nvml.ProcessUtilizationSample{
-			{Pid: 10, TimeStamp: 100, SmUtil: 60, MemUtil: 30, EncUtil: 1, DecUtil: 2},
-			{Pid: 10, TimeStamp: 200, SmUtil: 80, MemUtil: 40},
-			{Pid: 13, TimeStamp: 150, SmUtil: 5}, // sampled, then exited
-		},
+		// What the driver buffered before the exporter started.
+		samples: []nvml.ProcessUtilizationSample{{Pid: 10, TimeStamp: 50, SmUtil: 99}},
 	}
-	s := newTestSampler(t, newMockNVML(g))
+	m := newMockNVML(g)
+	s := newTestSampler(t, m)
+	devs := primeSampler(t, s)
+	if len(devs) != 1 || len(devs[0].Processes) != 3 || devs[0].Processes[0].Sampled {
+		t.Fatalf("first read = %+v; want the listed processes, without the buffered samples", devs)
+	}
+	m.mu.Lock()
+	g.samples = append(g.samples,
+		nvml.ProcessUtilizationSample{Pid: 10, TimeStamp: 100, SmUtil: 60, MemUtil: 30, EncUtil: 1, DecUtil: 2},
+		nvml.ProcessUtilizationSample{Pid: 10, TimeStamp: 200, SmUtil: 80, MemUtil: 40},
+		nvml.ProcessUtilizationSample{Pid: 13, TimeStamp: 150, SmUtil: 5}, // sampled, then exited
+	)
+	m.mu.Unlock()
 	devs, err := s.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +185,8 @@ func TestNVMLSamplerListsAndMerges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.seen[0] != 0 || g.seen[1] != 200 {
-		t.Errorf("lastSeen arguments = %v, want [0 200]", g.seen)
+	if len(g.seen) != 3 || g.seen[0] != 0 || g.seen[1] != 50 || g.seen[2] != 200 {
+		t.Errorf("lastSeen arguments = %v, want [0 50 200]", g.seen)
 	}
 	for _, p := range devs[0].Processes {
 		if p.Sampled || p.SM != 0 {
@@ -180,9 +205,13 @@ func TestNVMLSamplerMPS(t *testing.T) {
 	g := &mockGPU{uuid: "GPU-0",
 		compute: []nvml.ProcessInfo{pinfo(5, 300<<20)},
 		mps:     []nvml.ProcessInfo{pinfo(20, 2<<30), pinfo(21, 3<<30)},
-		samples: []nvml.ProcessUtilizationSample{{Pid: 20, TimeStamp: 1, SmUtil: 40}, {Pid: 21, TimeStamp: 1, SmUtil: 10}},
 	}
-	s := newTestSampler(t, newMockNVML(g))
+	m := newMockNVML(g)
+	s := newTestSampler(t, m)
+	primeSampler(t, s)
+	m.mu.Lock()
+	g.samples = []nvml.ProcessUtilizationSample{{Pid: 20, TimeStamp: 1, SmUtil: 40}, {Pid: 21, TimeStamp: 1, SmUtil: 10}}
+	m.mu.Unlock()
 	devs, err := s.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +233,7 @@ func TestNVMLSamplerMIG(t *testing.T) {
 	}}
 	plain := &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(40, 1<<30)}}
 	s := newTestSampler(t, newMockNVML(g, plain))
+	primeSampler(t, s)
 	devs, err := s.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)

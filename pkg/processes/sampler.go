@@ -32,7 +32,8 @@ type Device struct {
 	// Utilization is true when the device reports per-process
 	// utilization; then a process without a sample since the previous
 	// read was idle (NVML returns samples only for processes with non-zero
-	// utilization). False under MIG and on GPUs without the call.
+	// utilization). False under MIG, on GPUs without the call, and on
+	// the first read of a device (there is no previous read).
 	Utilization bool
 }
 
