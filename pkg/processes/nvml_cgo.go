@@ -31,6 +31,11 @@ type NVMLSampler struct {
 	w      *cgocall.Worker
 	now    func() time.Time
 	inited bool // touched by worker jobs only
+	// hasMPS: the library has nvmlDeviceGetMPSComputeRunningProcesses
+	// (in one of its versions). go-nvml calls the symbols it resolved
+	// lazily, so calling one the driver lacks would crash the process; it
+	// is looked up at each Init.
+	hasMPS bool
 	devs   []nvmlDevice
 	// scanned is when devs was listed.
 	scanned time.Time
@@ -116,6 +121,7 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 		}
 		s.inited = true
 		s.devs = nil
+		s.hasMPS = hasSymbol(s.lib, "nvmlDeviceGetMPSComputeRunningProcesses")
 	}
 	now := s.now()
 	if s.devs == nil || now.Sub(s.scanned) >= s.cfg.Rescan {
@@ -208,6 +214,21 @@ func scanMIGDevices(h nvml.Device, gpu Device) ([]nvmlDevice, error) {
 	return devs, nil
 }
 
+// hasSymbol reports whether the library has symbol in one of the versions
+// go-nvml falls back through (_v3, _v2, unversioned).
+func hasSymbol(lib nvml.Interface, symbol string) bool {
+	ext := lib.Extensions()
+	if ext == nil {
+		return false
+	}
+	for _, v := range []string{symbol + "_v3", symbol + "_v2", symbol} {
+		if ext.LookupSymbol(v) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // listings are the three process lists of a device. A device without
 // graphics or MPS answers NOT_SUPPORTED, which is no process.
 var listings = []struct {
@@ -229,6 +250,9 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 		name = d.MIGUUID
 	}
 	for _, l := range listings {
+		if l.typ == MPS && !s.hasMPS {
+			continue // a driver older than the MPS listing
+		}
 		infos, ret := l.call(nd.handle)
 		if ret == nvml.ERROR_NOT_SUPPORTED {
 			continue

@@ -5,6 +5,7 @@ package processes
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,9 @@ type mockNVML struct {
 	mu    sync.Mutex
 	gpus  []*mockGPU
 	inits int
+	// missing are the symbols the driver's library lacks: go-nvml calls
+	// them unchecked, and the process crashes (see NVMLSampler).
+	missing []string
 }
 
 func (m *mockNVML) device(g *mockGPU) *mock.Device {
@@ -47,12 +51,17 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 		}
 	}
 	d := &mock.Device{
-		GetUUIDFunc:                       func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
-		GetComputeRunningProcessesFunc:    list(func() []nvml.ProcessInfo { return g.compute }),
-		GetGraphicsRunningProcessesFunc:   list(func() []nvml.ProcessInfo { return g.graphics }),
-		GetMPSComputeRunningProcessesFunc: list(func() []nvml.ProcessInfo { return g.mps }),
-		GetGpuInstanceIdFunc:              func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
-		GetMaxMigDeviceCountFunc:          func() (int, nvml.Return) { return len(g.migs) + 1, nvml.SUCCESS },
+		GetUUIDFunc:                     func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
+		GetComputeRunningProcessesFunc:  list(func() []nvml.ProcessInfo { return g.compute }),
+		GetGraphicsRunningProcessesFunc: list(func() []nvml.ProcessInfo { return g.graphics }),
+		GetMPSComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			if m.lacks("nvmlDeviceGetMPSComputeRunningProcesses") {
+				panic("nvmlDeviceGetMPSComputeRunningProcesses called on a library without it")
+			}
+			return list(func() []nvml.ProcessInfo { return g.mps })()
+		},
+		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
+		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) { return len(g.migs) + 1, nvml.SUCCESS },
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			if len(g.migs) > 0 {
 				return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS
@@ -89,6 +98,17 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 	return d
 }
 
+// lacks reports whether the library lacks every version of the symbol
+// (go-nvml falls back from _v3 to _v2 to the unversioned one).
+func (m *mockNVML) lacks(symbol string) bool {
+	for _, v := range []string{symbol, symbol + "_v2", symbol + "_v3"} {
+		if !slices.Contains(m.missing, v) {
+			return false
+		}
+	}
+	return true
+}
+
 func newMockNVML(gpus ...*mockGPU) *mockNVML {
 	return &mockNVML{gpus: gpus}
 }
@@ -102,6 +122,14 @@ func (m *mockNVML) lib() *mock.Interface {
 		},
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			return m.device(m.gpus[i]), nvml.SUCCESS
+		},
+		ExtensionsFunc: func() nvml.ExtendedInterface {
+			return &mock.ExtendedInterface{LookupSymbolFunc: func(sym string) error {
+				if slices.Contains(m.missing, sym) {
+					return errors.New("undefined symbol: " + sym)
+				}
+				return nil
+			}}
 		},
 	}
 }
@@ -318,5 +346,24 @@ func TestNVMLSamplerInitFailure(t *testing.T) {
 	fails = false // Sample calls run one at a time on the worker, after this write
 	if devs, err := s.Sample(context.Background()); err != nil || len(devs) != 1 {
 		t.Fatalf("after the driver loaded: %+v, %v", devs, err)
+	}
+}
+
+// A driver older than the MPS listing (nvmlDeviceGetMPSComputeRunningProcesses
+// and its _v2, _v3) lacks the symbol: the sampler must not call it (go-nvml
+// would call an unresolved symbol), and lists compute and graphics
+// processes as usual.
+func TestNVMLSamplerDriverWithoutMPSListing(t *testing.T) {
+	t.Parallel()
+	g := &mockGPU{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}, mps: []nvml.ProcessInfo{pinfo(20, 1<<30)}}
+	m := newMockNVML(g)
+	m.missing = []string{"nvmlDeviceGetMPSComputeRunningProcesses", "nvmlDeviceGetMPSComputeRunningProcesses_v2", "nvmlDeviceGetMPSComputeRunningProcesses_v3"}
+	s := newTestSampler(t, m)
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 1 || len(devs[0].Processes) != 1 || devs[0].Processes[0].PID != 10 {
+		t.Errorf("devices = %+v; want GPU-0 with its compute process", devs)
 	}
 }
