@@ -57,7 +57,9 @@ var errNoCgroup = errors.New("empty cgroup file")
 // A kubelet --cgroup-root adds components before kubepods ("/kubelet/
 // kubepods/…", "kubelet-kubepods-….slice"), and a cgroup namespace shows
 // the path relative to the reader's root ("/../../kubepods-…"): both are
-// found by looking for the pod component anywhere in the path. A process
+// found by looking for the pod component anywhere in the path (with the
+// cgroupfs driver, a relative path may not show "kubepods": "/../../../
+// besteffort/pod<uid>/<id>" seen from a pod of another QoS class). A process
 // in no pod's cgroup is a host process (Owner{}), not an error.
 func ParseCgroup(content []byte) (Owner, error) {
 	if len(bytes.TrimSpace(content)) == 0 {
@@ -95,12 +97,21 @@ func ParseCgroup(content []byte) (Owner, error) {
 func parsePath(path string) (o Owner, found bool, err error) {
 	parts := strings.Split(path, "/")
 	inKubepods := false
+	// A path outside the reader's cgroup namespace starts with ".."
+	// (cgroup_namespaces(7)); the exporter's own pod cgroup is its root,
+	// so the kubepods component of a cgroupfs path may be among the
+	// ancestors written "..": "pod<uid>" components count, if they hold a
+	// UID, without it.
+	relative := len(parts) > 1 && parts[1] == ".."
 	for i, part := range parts {
 		slice, leaf, literal := cgroupsPathLiteral(part)
 		if literal {
 			part = slice
 		}
-		uid, isPod := podComponent(part, inKubepods)
+		uid, isPod := podComponent(part, inKubepods || relative)
+		if isPod && !inKubepods && relative && !strings.HasSuffix(part, ".slice") && !validUID(uid) {
+			continue // a cgroup named pod… outside kubepods
+		}
 		if !isPod {
 			if part == "kubepods" || strings.HasSuffix(part, "kubepods.slice") || strings.HasPrefix(part, "kubepods-") ||
 				strings.Contains(part, "-kubepods-") {

@@ -54,6 +54,13 @@ func TestParseCgroup(t *testing.T) {
 		{"cgroup root cgroupfs", "0::/kubelet/kubepods/burstable/pod" + uid + "/" + cid + "\n", pod},
 		{"cgroup root systemd", "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope\n", pod},
 		{"cgroup namespace relative", "0::/../../kubepods-burstable-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope\n", pod},
+		// cgroupfs driver seen from the exporter's own cgroup namespace
+		// (cgroup_namespaces(7): paths are relative to the reader's
+		// namespace root): the exporter in /kubepods/burstable/podA/cidA
+		// sees its ancestors as "..", so "kubepods" may not show.
+		{"cgroup namespace relative cgroupfs other QoS", "0::/../../../besteffort/pod" + uid + "/" + cid + "\n", pod},
+		{"cgroup namespace relative cgroupfs same QoS", "0::/../../pod" + uid + "/" + cid + "\n", pod},
+		{"cgroup namespace relative host process", "0::/../../../../../system.slice/podman-" + cid + ".scope\n", Owner{}},
 		// runc's systemd cgroupsPath "slice:prefix:name" (runc
 		// docs/systemd.md) used as a path, as containerd leaves it on
 		// cgroup v1 hosts (seen in /proc/self/cgroup of pods:
