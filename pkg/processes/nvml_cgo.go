@@ -229,6 +229,24 @@ func hasSymbol(lib nvml.Interface, symbol string) bool {
 	return false
 }
 
+// processUtilization calls go-nvml's GetProcessUtilization, which sizes
+// its buffer with a first call and slices it to the count the second one
+// returns (go-nvml v0.13, device.go): when samples arrive between the two,
+// NVML answers INSUFFICIENT_SIZE with the larger count (the size query,
+// nvmlDeviceGetProcessUtilization) and the slice panics. DCGM's cache
+// manager calls again in that case; here ok is false and the device's
+// utilization is unknown for this read, instead of the panic failing every
+// device's.
+func processUtilization(h nvml.Device, last uint64) (samples []nvml.ProcessUtilizationSample, ret nvml.Return, ok bool) {
+	defer func() {
+		if recover() != nil {
+			samples, ret, ok = nil, nvml.ERROR_INSUFFICIENT_SIZE, false
+		}
+	}()
+	samples, ret = h.GetProcessUtilization(last)
+	return samples, ret, true
+}
+
 // listings are the three process lists of a device. A device without
 // graphics or MPS answers NOT_SUPPORTED, which is no process.
 var listings = []struct {
@@ -273,7 +291,11 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 	// knows and with PIDs long gone (and perhaps reused). It only sets
 	// the starting point: utilization is known from the second read on.
 	last, primed := s.lastSeen[name]
-	samples, ret := nd.handle.GetProcessUtilization(last)
+	samples, ret, ok := processUtilization(nd.handle, last)
+	if !ok {
+		// Unknown this time; lastSeen stays, so the next read has them.
+		return d, nil
+	}
 	switch ret {
 	case nvml.SUCCESS, nvml.ERROR_INSUFFICIENT_SIZE:
 		// INSUFFICIENT_SIZE with no samples: go-nvml's size query found none.

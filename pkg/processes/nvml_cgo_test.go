@@ -24,6 +24,7 @@ type mockGPU struct {
 	// returns those newer than its lastSeen argument, as NVML does.
 	samples []nvml.ProcessUtilizationSample
 	noUtil  bool        // GetProcessUtilization answers NOT_SUPPORTED
+	grows   bool        // samples arrive between go-nvml's two calls (it panics)
 	fail    nvml.Return // every listing call answers it
 	migs    []*mockGPU  // MIG devices: the GPU is in MIG mode
 	gi      int         // GPU instance id of a MIG device
@@ -72,6 +73,15 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			g.seen = append(g.seen, last)
+			if g.grows {
+				// go-nvml v0.13 GetProcessUtilization sizes its buffer with
+				// a first call and slices it to the count of the second;
+				// NVML answers INSUFFICIENT_SIZE with a larger count when
+				// samples came in between, and the slice panics.
+				buf := make([]nvml.ProcessUtilizationSample, 1)
+				n := 2
+				return buf[:n], nvml.ERROR_INSUFFICIENT_SIZE
+			}
 			if g.noUtil {
 				return nil, nvml.ERROR_NOT_SUPPORTED
 			}
@@ -365,5 +375,35 @@ func TestNVMLSamplerDriverWithoutMPSListing(t *testing.T) {
 	}
 	if len(devs) != 1 || len(devs[0].Processes) != 1 || devs[0].Processes[0].PID != 10 {
 		t.Errorf("devices = %+v; want GPU-0 with its compute process", devs)
+	}
+}
+
+// go-nvml panics when samples arrive between its sizing call and its read:
+// that device's utilization is unknown for one read (and its samples are
+// read the next time); the other devices and the processes are unharmed.
+func TestNVMLSamplerUtilizationGrowsBetweenCalls(t *testing.T) {
+	t.Parallel()
+	racing := &mockGPU{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}}
+	calm := &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(20, 1<<30)}}
+	m := newMockNVML(racing, calm)
+	s := newTestSampler(t, m)
+	primeSampler(t, s)
+	m.mu.Lock()
+	racing.grows = true
+	m.mu.Unlock()
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatalf("Sample: %v", err)
+	}
+	if len(devs) != 2 || devs[0].Utilization || len(devs[0].Processes) != 1 || !devs[1].Utilization || len(devs[1].Processes) != 1 {
+		t.Fatalf("devices = %+v; want both, GPU-0 without utilization this time", devs)
+	}
+	m.mu.Lock()
+	racing.grows = false
+	racing.samples = []nvml.ProcessUtilizationSample{{Pid: 10, TimeStamp: 5, SmUtil: 30}}
+	m.mu.Unlock()
+	devs, err = s.Sample(context.Background())
+	if err != nil || !devs[0].Utilization || devs[0].Processes[0].SM != 30 {
+		t.Fatalf("next read = %+v, %v; want GPU-0's samples", devs, err)
 	}
 }
