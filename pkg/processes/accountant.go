@@ -201,7 +201,13 @@ func (a *Accountant) attribute(d *Device) DeviceUsage {
 	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization}
 	index := map[Who]int{}
 	for _, p := range d.Processes {
-		owner, err := a.resolver.Resolve(p.PID)
+		resolve := a.resolver.Resolve
+		if p.Unlisted {
+			// Sampled but not listed: it exited after its samples, and
+			// another process may hold its PID now.
+			resolve = a.resolver.ResolveKnown
+		}
+		owner, err := resolve(p.PID)
 		if err != nil {
 			a.failed(p.PID, err)
 			continue

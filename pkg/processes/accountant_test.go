@@ -197,6 +197,48 @@ func TestAccountantExitRace(t *testing.T) {
 	}
 }
 
+// A PID with utilization samples but in no listing (Unlisted) exited after
+// its samples: the process now under that PID is another one unless it is
+// the one the previous collection resolved (same start time). A reused
+// PID must not take the exited process's GPU time to its own pod.
+func TestAccountantSampledOnlyPIDReused(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 50, 7, cgroupOf(idleUID, idleCID)) // PID 50 reused by the idle pod
+	s := &fixedSampler{devs: []Device{{GPU: 0, UUID: "GPU-0", GPUInstance: -1, Utilization: true, Processes: []Process{
+		{PID: 10, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true, SM: 20, Sampled: true},
+		{PID: 50, SM: 70, Sampled: true, Unlisted: true}, // sampled, then exited
+	}}}}
+	a, _, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Usage{{Who: Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 1, MemoryBytes: 1 << 30, MemoryKnown: true, SM: 0.2}}
+	if !equalUsage(got[0].Containers, want) {
+		t.Errorf("containers = %+v\nwant %+v (the reused PID left out)", got[0].Containers, want)
+	}
+	if v := testutil.ToFloat64(a.m.unresolved.WithLabelValues("exited")); v != 1 {
+		t.Errorf("exited = %v, want 1", v)
+	}
+
+	// Listed in one collection, sampled only in the next (it exited
+	// after its last sample, /proc still shows it): the same process.
+	s.devs[0].Processes[1].Unlisted = false
+	if _, err := a.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.devs[0].Processes[1].Unlisted = true
+	got, err = a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0].Containers) != 2 || got[0].Containers[1].Pod != "idle" || math.Abs(got[0].Containers[1].SM-0.7) > 1e-9 {
+		t.Errorf("containers = %+v; want the idle pod's process, resolved before, with its samples", got[0].Containers)
+	}
+}
+
 func TestAccountantUnreadableLoggedOnce(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

@@ -207,7 +207,7 @@ func TestNVMLSamplerListsAndMerges(t *testing.T) {
 		10: {PID: 10, Type: Compute | Graphics, UsedBytes: 4 << 30, UsedKnown: true, SM: 70, Memory: 35, Encoder: 0.5, Decoder: 1, Sampled: true},
 		11: {PID: 11, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true},
 		12: {PID: 12, Type: Graphics, UsedBytes: ^uint64(0), UsedKnown: false},
-		13: {PID: 13, SM: 5, Sampled: true},
+		13: {PID: 13, SM: 5, Sampled: true, Unlisted: true},
 	}
 	if len(devs[0].Processes) != len(want) {
 		t.Fatalf("processes = %+v", devs[0].Processes)

@@ -61,6 +61,9 @@ type Process struct {
 	// previous read; 0 with Sampled false when none came.
 	SM, Memory, Encoder, Decoder float64
 	Sampled                      bool
+	// Unlisted is set for a process with utilization samples that no
+	// listing has (merge): it exited after them.
+	Unlisted bool
 }
 
 // UtilizationSample is one per-process utilization sample, as
@@ -111,7 +114,7 @@ func (d *Device) merge(samples []UtilizationSample) {
 	}
 	for _, pid := range order {
 		if a := sums[pid]; a != nil {
-			p := Process{PID: pid}
+			p := Process{PID: pid, Unlisted: true}
 			set(&p, a)
 			d.Processes = append(d.Processes, p)
 		}
