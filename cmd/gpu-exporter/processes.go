@@ -32,7 +32,7 @@ func (a *app) openProcesses() error {
 	if pods == nil && a.podStore != nil {
 		pods = a.podStore
 	}
-	acc, err := processes.NewAccountant(processes.Config{Procfs: ps.Procfs, Mode: a.o.processMode, Pods: pods}, ps.Sampler, a.logger, a.reg)
+	acc, err := processes.NewAccountant(processes.Config{Procfs: ps.Procfs, Mode: a.o.processMode, HostPIDs: ps.HostPIDs, Pods: pods}, ps.Sampler, a.logger, a.reg)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,30 @@ func containerIDs(pod *corev1.Pod) map[string]string {
 	return m
 }
 
+// configMirror is the annotation the kubelet puts on the mirror pod of a
+// static pod, with the static pod's UID (kubelet types
+// ConfigMirrorAnnotationKey; the UID is the hash of the manifest, also in
+// kubernetes.io/config.hash). The static pod runs, and its cgroup is
+// named, under that UID; the API shows the mirror pod's own.
+const configMirror = "kubernetes.io/config.mirror"
+
+// staticPodUID returns the UID a mirror pod's static pod runs under, or "".
+func staticPodUID(pod *corev1.Pod) string {
+	if uid := pod.Annotations[configMirror]; uid != string(pod.UID) {
+		return uid
+	}
+	return ""
+}
+
+// staticPodAnnotations keeps, of a pod's annotations, the one
+// staticPodUID reads.
+func staticPodAnnotations(pod *corev1.Pod) map[string]string {
+	if uid, ok := pod.Annotations[configMirror]; ok {
+		return map[string]string{configMirror: uid}
+	}
+	return nil
+}
+
 // RuntimeID strips the runtime's scheme from a status containerID:
 // "containerd://<id>", "cri-o://<id>" and "docker://<id>" all give <id>
 // (the API reference of ContainerStatus: "Container's ID in the format

@@ -102,3 +102,31 @@ func TestConfigContainersOnly(t *testing.T) {
 		t.Errorf("a store for container lookups alone was refused: %v", err)
 	}
 }
+
+// A static pod runs under the UID the kubelet derives from its manifest
+// (the cgroup's pod<uid>); the API shows its mirror pod, with a UID of its
+// own and the kubelet's in the kubernetes.io/config.mirror annotation.
+func TestStoreLookupContainerStaticPod(t *testing.T) {
+	t.Parallel()
+	const hash = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	mirror := withStatuses(newPod("kube-system", "gpu-agent-node1", thisNode, nil), "containerd://aaa111", "")
+	mirror.UID = "uid-of-the-mirror"
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": hash, "kubernetes.io/config.hash": hash}
+	a := newAPIServer(t, mirror)
+	s, _ := startStore(t, a, Config{Node: thisNode, Containers: true})
+
+	for _, uid := range []string{hash, "uid-of-the-mirror"} {
+		got, ok := s.LookupContainer(uid, "aaa111")
+		if want := (ContainerRef{"kube-system", "gpu-agent-node1", "main"}); !ok || got != want {
+			t.Errorf("LookupContainer(%q) = %+v, %v; want %+v", uid, got, ok, want)
+		}
+	}
+	a.delete(t, "kube-system", "gpu-agent-node1")
+	poll.Until(t, "the mirror pod is forgotten", func() bool {
+		_, ok := s.LookupContainer("uid-of-the-mirror", "aaa111")
+		return !ok
+	})
+	if _, ok := s.LookupContainer(hash, "aaa111"); ok {
+		t.Error("the deleted static pod's UID is still known")
+	}
+}

@@ -95,8 +95,9 @@ type podEntry struct {
 	info Info
 	// truncated: keys were dropped for the cap, and that was logged.
 	truncated bool
-	// uid is the pod's UID, the key of its byUID entry.
-	uid string
+	// uid is the pod's UID, the key of its byUID entry; staticUID, when
+	// set, a second key (staticPodUID).
+	uid, staticUID string
 }
 
 // Pods is what the Store needs of the API server: listing and watching
@@ -299,11 +300,19 @@ func (s *Store) upsert(obj any) {
 
 	s.mu.Lock()
 	old, had := s.pods[key]
-	s.pods[key] = podEntry{info: info, truncated: truncated, uid: string(pod.UID)}
+	staticUID := staticPodUID(pod)
+	s.pods[key] = podEntry{info: info, truncated: truncated, uid: string(pod.UID), staticUID: staticUID}
 	if had && old.uid != string(pod.UID) {
 		delete(s.byUID, old.uid)
 	}
-	s.byUID[string(pod.UID)] = podByUID{key: key, containers: containerIDs(pod)}
+	if had && old.staticUID != "" && old.staticUID != staticUID {
+		delete(s.byUID, old.staticUID)
+	}
+	byUID := podByUID{key: key, containers: containerIDs(pod)}
+	s.byUID[string(pod.UID)] = byUID
+	if staticUID != "" {
+		s.byUID[staticUID] = byUID
+	}
 	if !had || !old.info.equal(info) {
 		s.version.Add(1)
 	}
@@ -343,6 +352,9 @@ func (s *Store) remove(key podKey) {
 	}
 	delete(s.pods, key)
 	delete(s.byUID, old.uid)
+	if old.staticUID != "" {
+		delete(s.byUID, old.staticUID)
+	}
 	s.version.Add(1)
 	s.m.pods.Set(float64(len(s.pods)))
 }
@@ -394,6 +406,7 @@ func slimPod(obj any) (any, error) {
 			UID:             pod.UID,
 			ResourceVersion: pod.ResourceVersion,
 			Labels:          pod.Labels,
+			Annotations:     staticPodAnnotations(pod),
 		},
 		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
 		Status: corev1.PodStatus{

@@ -64,6 +64,11 @@ type Config struct {
 	MaxCached int
 	// Mode is ModeContainer or ModeProcess.
 	Mode Mode
+	// HostPIDs says the sampler reports PIDs of the host's PID namespace,
+	// as NVML does (HostPIDNamespace): NewAccountant then checks that
+	// Procfs shows that namespace, and warns when it does not. The
+	// simulator's PIDs live in its own procfs tree.
+	HostPIDs bool
 	// Pods names pods and containers; nil when the exporter has no access
 	// to the Kubernetes API: usage is then labelled with pod_uid and
 	// container_id alone.
@@ -151,6 +156,12 @@ func NewAccountant(cfg Config, sampler Sampler, logger *slog.Logger, reg prometh
 		return nil, err
 	}
 	a := &Accountant{cfg: cfg, sampler: sampler, resolver: r, logger: logger, m: m, reg: reg, logged: map[string]bool{}}
+	if cfg.HostPIDs {
+		if host, err := HostPIDNamespace(cfg.Procfs); !host {
+			logger.Warn("process accounting reads a procfs that does not show the host's PID namespace; NVML reports host PIDs, so GPU processes are left out as exited or matched to unrelated processes: run with hostPID and --path.procfs at the host's /proc",
+				"procfs", cfg.Procfs, "err", err)
+		}
+	}
 	if cfg.Pods == nil {
 		m.podNames.Set(0)
 		logger.Warn("process accounting has no Kubernetes API access; GPU usage per container is labelled with pod_uid and container_id instead of namespace, pod and container",
@@ -174,6 +185,7 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	if devs == nil && err != nil {
 		return nil, err
 	}
+	devs = joinInstances(devs)
 	a.resolver.Begin()
 	out := make([]DeviceUsage, len(devs))
 	for i := range devs {
@@ -189,7 +201,13 @@ func (a *Accountant) attribute(d *Device) DeviceUsage {
 	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization}
 	index := map[Who]int{}
 	for _, p := range d.Processes {
-		owner, err := a.resolver.Resolve(p.PID)
+		resolve := a.resolver.Resolve
+		if p.Unlisted {
+			// Sampled but not listed: it exited after its samples, and
+			// another process may hold its PID now.
+			resolve = a.resolver.ResolveKnown
+		}
+		owner, err := resolve(p.PID)
 		if err != nil {
 			a.failed(p.PID, err)
 			continue

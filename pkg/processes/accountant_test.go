@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -195,6 +197,48 @@ func TestAccountantExitRace(t *testing.T) {
 	}
 }
 
+// A PID with utilization samples but in no listing (Unlisted) exited after
+// its samples: the process now under that PID is another one unless it is
+// the one the previous collection resolved (same start time). A reused
+// PID must not take the exited process's GPU time to its own pod.
+func TestAccountantSampledOnlyPIDReused(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 50, 7, cgroupOf(idleUID, idleCID)) // PID 50 reused by the idle pod
+	s := &fixedSampler{devs: []Device{{GPU: 0, UUID: "GPU-0", GPUInstance: -1, Utilization: true, Processes: []Process{
+		{PID: 10, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true, SM: 20, Sampled: true},
+		{PID: 50, SM: 70, Sampled: true, Unlisted: true}, // sampled, then exited
+	}}}}
+	a, _, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Usage{{Who: Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 1, MemoryBytes: 1 << 30, MemoryKnown: true, SM: 0.2}}
+	if !equalUsage(got[0].Containers, want) {
+		t.Errorf("containers = %+v\nwant %+v (the reused PID left out)", got[0].Containers, want)
+	}
+	if v := testutil.ToFloat64(a.m.unresolved.WithLabelValues("exited")); v != 1 {
+		t.Errorf("exited = %v, want 1", v)
+	}
+
+	// Listed in one collection, sampled only in the next (it exited
+	// after its last sample, /proc still shows it): the same process.
+	s.devs[0].Processes[1].Unlisted = false
+	if _, err := a.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.devs[0].Processes[1].Unlisted = true
+	got, err = a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0].Containers) != 2 || got[0].Containers[1].Pod != "idle" || math.Abs(got[0].Containers[1].SM-0.7) > 1e-9 {
+		t.Errorf("containers = %+v; want the idle pod's process, resolved before, with its samples", got[0].Containers)
+	}
+}
+
 func TestAccountantUnreadableLoggedOnce(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -229,6 +273,41 @@ func TestAccountantMIGAndPartialFailure(t *testing.T) {
 	if len(got) != 1 || got[0].GPUInstance != 2 || got[0].MIGUUID != "MIG-x" || got[0].Utilization ||
 		len(got[0].Containers) != 1 || got[0].Containers[0].Pod != "busy" {
 		t.Errorf("usage = %+v", got)
+	}
+}
+
+// A GPU instance split into compute instances is one MIG device per
+// compute instance in NVML (nvmlDeviceGetMigDeviceHandleByIndex), but one
+// entity in the inventory: its devices are joined into one usage, so each
+// container has one row per GPU instance (two rows with the same labels
+// are a duplicate series), and a process on two of them counts once.
+func TestAccountantMIGComputeInstancesJoined(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 11, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 30, 1, "0::/system.slice/xorg.service\n")
+	s := &fixedSampler{devs: []Device{
+		{GPU: 0, UUID: "GPU-0", GPUInstance: 1, MIGUUID: "MIG-ci0", Processes: []Process{
+			{PID: 10, UsedBytes: 1 << 30, UsedKnown: true}, {PID: 30, UsedBytes: 1 << 20, UsedKnown: true}}},
+		{GPU: 0, UUID: "GPU-0", GPUInstance: 2, MIGUUID: "MIG-other", Processes: []Process{{PID: 11, UsedBytes: 3 << 30, UsedKnown: true}}},
+		{GPU: 0, UUID: "GPU-0", GPUInstance: 1, MIGUUID: "MIG-ci1", Processes: []Process{
+			{PID: 11, UsedBytes: 2 << 30, UsedKnown: true}, {PID: 30, UsedBytes: 1 << 20, UsedKnown: true}}},
+	}}
+	a, _, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].GPUInstance != 1 || got[0].MIGUUID != "MIG-ci0" || got[1].GPUInstance != 2 {
+		t.Fatalf("devices = %+v, want GPU instances 1 (its first MIG device's UUID) and 2", got)
+	}
+	want := []Usage{
+		{Who: Who{}, Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
+		{Who: Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 2, MemoryBytes: 3 << 30, MemoryKnown: true},
+	}
+	if !equalUsage(got[0].Containers, want) {
+		t.Errorf("GPU instance 1 containers = %+v\nwant %+v", got[0].Containers, want)
 	}
 }
 
@@ -340,5 +419,48 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("pid"); err == nil || !strings.Contains(err.Error(), "--collect.processes") {
 		t.Errorf("ParseMode(pid) error = %v", err)
+	}
+}
+
+// NVML's PIDs are the host's: a procfs of another PID namespace (a pod
+// without hostPID reading its own /proc) is warned about once at start.
+func TestAccountantWarnsWithoutHostPIDNamespace(t *testing.T) {
+	t.Parallel()
+	kthreadd := "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615\n"
+	containerPID2 := "2 (sh) S 1 2 2 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 500 1000000 100 18446744073709551615\n"
+	cases := []struct {
+		name     string
+		pid2     string // /proc/2/stat; "" for none
+		hostPIDs bool
+		warn     bool
+	}{
+		{"host namespace", kthreadd, true, false},
+		{"container namespace", containerPID2, true, true},
+		{"no pid 2", "", true, true},
+		{"sampler with its own procfs", "", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			if tc.pid2 != "" {
+				if err := os.MkdirAll(filepath.Join(root, "2"), 0o750); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "2", "stat"), []byte(tc.pid2), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			a, err := NewAccountant(Config{Procfs: root, Mode: ModeContainer, Pods: names, HostPIDs: tc.hostPIDs},
+				&fixedSampler{}, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if got := strings.Contains(logs.String(), "host's PID namespace"); got != tc.warn {
+				t.Errorf("warned = %v, want %v; logs:\n%s", got, tc.warn, logs.String())
+			}
+		})
 	}
 }

@@ -50,11 +50,16 @@ var errNoCgroup = errors.New("empty cgroup file")
 //     writes the UID's dashes as "_"; the runtime's scope is
 //     "cri-containerd-<id>.scope" (containerd), "crio-<id>.scope" (CRI-O)
 //     or "docker-<id>.scope" (Docker through cri-dockerd).
+//   - runc's systemd cgroupsPath taken as a path (cgroup v1 hosts with
+//     containerd): /system.slice/containerd.service/
+//     kubepods-burstable-pod<uid>.slice:cri-containerd:<id>.
 //
 // A kubelet --cgroup-root adds components before kubepods ("/kubelet/
 // kubepods/…", "kubelet-kubepods-….slice"), and a cgroup namespace shows
 // the path relative to the reader's root ("/../../kubepods-…"): both are
-// found by looking for the pod component anywhere in the path. A process
+// found by looking for the pod component anywhere in the path (with the
+// cgroupfs driver, a relative path may not show "kubepods": "/../../../
+// besteffort/pod<uid>/<id>" seen from a pod of another QoS class). A process
 // in no pod's cgroup is a host process (Owner{}), not an error.
 func ParseCgroup(content []byte) (Owner, error) {
 	if len(bytes.TrimSpace(content)) == 0 {
@@ -92,8 +97,21 @@ func ParseCgroup(content []byte) (Owner, error) {
 func parsePath(path string) (o Owner, found bool, err error) {
 	parts := strings.Split(path, "/")
 	inKubepods := false
+	// A path outside the reader's cgroup namespace starts with ".."
+	// (cgroup_namespaces(7)); the exporter's own pod cgroup is its root,
+	// so the kubepods component of a cgroupfs path may be among the
+	// ancestors written "..": "pod<uid>" components count, if they hold a
+	// UID, without it.
+	relative := len(parts) > 1 && parts[1] == ".."
 	for i, part := range parts {
-		uid, isPod := podComponent(part, inKubepods)
+		slice, leaf, literal := cgroupsPathLiteral(part)
+		if literal {
+			part = slice
+		}
+		uid, isPod := podComponent(part, inKubepods || relative)
+		if isPod && !inKubepods && relative && !strings.HasSuffix(part, ".slice") && !validUID(uid) {
+			continue // a cgroup named pod… outside kubepods
+		}
 		if !isPod {
 			if part == "kubepods" || strings.HasSuffix(part, "kubepods.slice") || strings.HasPrefix(part, "kubepods-") ||
 				strings.Contains(part, "-kubepods-") {
@@ -105,12 +123,34 @@ func parsePath(path string) (o Owner, found bool, err error) {
 			return Owner{}, false, fmt.Errorf("cgroup path %q: pod component %q holds no pod UID", path, part)
 		}
 		o.PodUID = uid
-		if i+1 < len(parts) {
+		switch {
+		case literal:
+			o.ContainerID = containerID(leaf)
+		case i+1 < len(parts):
 			o.ContainerID = containerID(parts[i+1])
 		}
 		return o, true, nil
 	}
 	return Owner{}, false, nil
+}
+
+// cgroupsPathLiteral splits a cgroup named after runc's systemd
+// cgroupsPath, "slice:prefix:name" (runc docs/systemd.md): containerd
+// passes the kubelet's "kubepods-<qos>-pod<uid>.slice:cri-containerd:<id>"
+// and, on cgroup v1 hosts where the path is not turned into systemd units,
+// the container's cgroup keeps that name ("/system.slice/containerd.service/
+// kubepods-…-pod<uid>.slice:cri-containerd:<id>", as pods read it in
+// /proc/self/cgroup). It returns the slice and the name (the container id).
+func cgroupsPathLiteral(part string) (slice, name string, ok bool) {
+	slice, rest, ok := strings.Cut(part, ":")
+	if !ok || !strings.HasSuffix(slice, ".slice") {
+		return "", "", false
+	}
+	_, name, ok = strings.Cut(rest, ":")
+	if !ok || strings.Contains(name, ":") {
+		return "", "", false
+	}
+	return slice, name, true
 }
 
 // podComponent returns the pod UID of a pod-level cgroup name, with dashes:

@@ -54,6 +54,22 @@ func TestParseCgroup(t *testing.T) {
 		{"cgroup root cgroupfs", "0::/kubelet/kubepods/burstable/pod" + uid + "/" + cid + "\n", pod},
 		{"cgroup root systemd", "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope\n", pod},
 		{"cgroup namespace relative", "0::/../../kubepods-burstable-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope\n", pod},
+		// cgroupfs driver seen from the exporter's own cgroup namespace
+		// (cgroup_namespaces(7): paths are relative to the reader's
+		// namespace root): the exporter in /kubepods/burstable/podA/cidA
+		// sees its ancestors as "..", so "kubepods" may not show.
+		{"cgroup namespace relative cgroupfs other QoS", "0::/../../../besteffort/pod" + uid + "/" + cid + "\n", pod},
+		{"cgroup namespace relative cgroupfs same QoS", "0::/../../pod" + uid + "/" + cid + "\n", pod},
+		{"cgroup namespace relative host process", "0::/../../../../../system.slice/podman-" + cid + ".scope\n", Owner{}},
+		// runc's systemd cgroupsPath "slice:prefix:name" (runc
+		// docs/systemd.md) used as a path, as containerd leaves it on
+		// cgroup v1 hosts (seen in /proc/self/cgroup of pods:
+		// elastic/apm-agent-nodejs issue 3550, open-telemetry/
+		// opentelemetry-java issue 4507).
+		{"v1 cgroupsPath literal under containerd.service", v1("/system.slice/containerd.service/kubepods-burstable-pod" + uidUnder + ".slice:cri-containerd:" + cid), pod},
+		{"v1 cgroupsPath literal at the root", v1("/kubepods-besteffort-pod" + uidUnder + ".slice:cri-containerd:" + cid), pod},
+		{"v2 cgroupsPath literal crio guaranteed", "0::/kubepods-pod" + uidUnder + ".slice:crio:" + cid + "\n", pod},
+		{"cgroupsPath literal outside kubepods", "0::/system.slice/containerd.service/app.slice:docker:" + cid + "\n", Owner{}},
 		// Static pods: the kubelet's hash as UID.
 		{"static pod", "0::/kubepods/burstable/pod" + staticUID + "/" + cid + "\n", Owner{PodUID: staticUID, ContainerID: cid}},
 		// Processes in the pod cgroup itself, or below the container.
@@ -111,6 +127,7 @@ func TestParseCgroupRejects(t *testing.T) {
 func FuzzParseCgroup(f *testing.F) {
 	f.Add([]byte("0::/kubepods.slice/kubepods-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope\n"))
 	f.Add([]byte(v1("/kubepods/burstable/pod" + uid + "/" + cid)))
+	f.Add([]byte(v1("/system.slice/containerd.service/kubepods-pod" + uidUnder + ".slice:cri-containerd:" + cid)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, err := ParseCgroup(b)
 		if err == nil && o.PodUID != "" && !validUID(o.PodUID) {

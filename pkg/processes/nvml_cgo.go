@@ -31,6 +31,11 @@ type NVMLSampler struct {
 	w      *cgocall.Worker
 	now    func() time.Time
 	inited bool // touched by worker jobs only
+	// hasMPS: the library has nvmlDeviceGetMPSComputeRunningProcesses
+	// (in one of its versions). go-nvml calls the symbols it resolved
+	// lazily, so calling one the driver lacks would crash the process; it
+	// is looked up at each Init.
+	hasMPS bool
 	devs   []nvmlDevice
 	// scanned is when devs was listed.
 	scanned time.Time
@@ -116,6 +121,7 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 		}
 		s.inited = true
 		s.devs = nil
+		s.hasMPS = hasSymbol(s.lib, "nvmlDeviceGetMPSComputeRunningProcesses")
 	}
 	now := s.now()
 	if s.devs == nil || now.Sub(s.scanned) >= s.cfg.Rescan {
@@ -208,6 +214,39 @@ func scanMIGDevices(h nvml.Device, gpu Device) ([]nvmlDevice, error) {
 	return devs, nil
 }
 
+// hasSymbol reports whether the library has symbol in one of the versions
+// go-nvml falls back through (_v3, _v2, unversioned).
+func hasSymbol(lib nvml.Interface, symbol string) bool {
+	ext := lib.Extensions()
+	if ext == nil {
+		return false
+	}
+	for _, v := range []string{symbol + "_v3", symbol + "_v2", symbol} {
+		if ext.LookupSymbol(v) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// processUtilization calls go-nvml's GetProcessUtilization, which sizes
+// its buffer with a first call and slices it to the count the second one
+// returns (go-nvml v0.13, device.go): when samples arrive between the two,
+// NVML answers INSUFFICIENT_SIZE with the larger count (the size query,
+// nvmlDeviceGetProcessUtilization) and the slice panics. DCGM's cache
+// manager calls again in that case; here ok is false and the device's
+// utilization is unknown for this read, instead of the panic failing every
+// device's.
+func processUtilization(h nvml.Device, last uint64) (samples []nvml.ProcessUtilizationSample, ret nvml.Return, ok bool) {
+	defer func() {
+		if recover() != nil {
+			samples, ret, ok = nil, nvml.ERROR_INSUFFICIENT_SIZE, false
+		}
+	}()
+	samples, ret = h.GetProcessUtilization(last)
+	return samples, ret, true
+}
+
 // listings are the three process lists of a device. A device without
 // graphics or MPS answers NOT_SUPPORTED, which is no process.
 var listings = []struct {
@@ -229,6 +268,9 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 		name = d.MIGUUID
 	}
 	for _, l := range listings {
+		if l.typ == MPS && !s.hasMPS {
+			continue // a driver older than the MPS listing
+		}
 		infos, ret := l.call(nd.handle)
 		if ret == nvml.ERROR_NOT_SUPPORTED {
 			continue
@@ -243,23 +285,35 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 			d.addProcess(pi.Pid, l.typ, pi.UsedGpuMemory, known)
 		}
 	}
-	samples, ret := nd.handle.GetProcessUtilization(s.lastSeen[name])
+	// The first read of a device has no previous read: lastSeenTimeStamp 0
+	// reads "all the samples maintained by the driver's internal sample
+	// buffer" (nvmlDeviceGetProcessUtilization), over a window nobody
+	// knows and with PIDs long gone (and perhaps reused). It only sets
+	// the starting point: utilization is known from the second read on.
+	last, primed := s.lastSeen[name]
+	samples, ret, ok := processUtilization(nd.handle, last)
+	if !ok {
+		// Unknown this time; lastSeen stays, so the next read has them.
+		return d, nil
+	}
 	switch ret {
 	case nvml.SUCCESS, nvml.ERROR_INSUFFICIENT_SIZE:
 		// INSUFFICIENT_SIZE with no samples: go-nvml's size query found none.
-		d.Utilization = true
 		us := make([]UtilizationSample, 0, len(samples))
 		for _, x := range samples {
 			us = append(us, UtilizationSample{PID: x.Pid, Time: x.TimeStamp, SM: x.SmUtil, Memory: x.MemUtil, Encoder: x.EncUtil, Decoder: x.DecUtil})
-			if x.TimeStamp > s.lastSeen[name] {
-				s.lastSeen[name] = x.TimeStamp
-			}
+			last = max(last, x.TimeStamp)
 		}
-		d.merge(us)
+		s.lastSeen[name] = last
+		if primed {
+			d.Utilization = true
+			d.merge(us)
+		}
 	case nvml.ERROR_NOT_FOUND:
 		// No sample since lastSeen: every process was idle
 		// (nvmlDeviceGetProcessUtilization).
-		d.Utilization = true
+		s.lastSeen[name] = last
+		d.Utilization = primed
 	case nvml.ERROR_NOT_SUPPORTED:
 		// MIG devices and older GPUs: memory and counts only.
 	default:

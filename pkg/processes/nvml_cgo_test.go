@@ -5,6 +5,7 @@ package processes
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ type mockGPU struct {
 	// returns those newer than its lastSeen argument, as NVML does.
 	samples []nvml.ProcessUtilizationSample
 	noUtil  bool        // GetProcessUtilization answers NOT_SUPPORTED
+	grows   bool        // samples arrive between go-nvml's two calls (it panics)
 	fail    nvml.Return // every listing call answers it
 	migs    []*mockGPU  // MIG devices: the GPU is in MIG mode
 	gi      int         // GPU instance id of a MIG device
@@ -33,6 +35,9 @@ type mockNVML struct {
 	mu    sync.Mutex
 	gpus  []*mockGPU
 	inits int
+	// missing are the symbols the driver's library lacks: go-nvml calls
+	// them unchecked, and the process crashes (see NVMLSampler).
+	missing []string
 }
 
 func (m *mockNVML) device(g *mockGPU) *mock.Device {
@@ -47,12 +52,17 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 		}
 	}
 	d := &mock.Device{
-		GetUUIDFunc:                       func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
-		GetComputeRunningProcessesFunc:    list(func() []nvml.ProcessInfo { return g.compute }),
-		GetGraphicsRunningProcessesFunc:   list(func() []nvml.ProcessInfo { return g.graphics }),
-		GetMPSComputeRunningProcessesFunc: list(func() []nvml.ProcessInfo { return g.mps }),
-		GetGpuInstanceIdFunc:              func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
-		GetMaxMigDeviceCountFunc:          func() (int, nvml.Return) { return len(g.migs) + 1, nvml.SUCCESS },
+		GetUUIDFunc:                     func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
+		GetComputeRunningProcessesFunc:  list(func() []nvml.ProcessInfo { return g.compute }),
+		GetGraphicsRunningProcessesFunc: list(func() []nvml.ProcessInfo { return g.graphics }),
+		GetMPSComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			if m.lacks("nvmlDeviceGetMPSComputeRunningProcesses") {
+				panic("nvmlDeviceGetMPSComputeRunningProcesses called on a library without it")
+			}
+			return list(func() []nvml.ProcessInfo { return g.mps })()
+		},
+		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
+		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) { return len(g.migs) + 1, nvml.SUCCESS },
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			if len(g.migs) > 0 {
 				return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS
@@ -63,6 +73,15 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			g.seen = append(g.seen, last)
+			if g.grows {
+				// go-nvml v0.13 GetProcessUtilization sizes its buffer with
+				// a first call and slices it to the count of the second;
+				// NVML answers INSUFFICIENT_SIZE with a larger count when
+				// samples came in between, and the slice panics.
+				buf := make([]nvml.ProcessUtilizationSample, 1)
+				n := 2
+				return buf[:n], nvml.ERROR_INSUFFICIENT_SIZE
+			}
 			if g.noUtil {
 				return nil, nvml.ERROR_NOT_SUPPORTED
 			}
@@ -89,6 +108,17 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 	return d
 }
 
+// lacks reports whether the library lacks every version of the symbol
+// (go-nvml falls back from _v3 to _v2 to the unversioned one).
+func (m *mockNVML) lacks(symbol string) bool {
+	for _, v := range []string{symbol, symbol + "_v2", symbol + "_v3"} {
+		if !slices.Contains(m.missing, v) {
+			return false
+		}
+	}
+	return true
+}
+
 func newMockNVML(gpus ...*mockGPU) *mockNVML {
 	return &mockNVML{gpus: gpus}
 }
@@ -102,6 +132,14 @@ func (m *mockNVML) lib() *mock.Interface {
 		},
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			return m.device(m.gpus[i]), nvml.SUCCESS
+		},
+		ExtensionsFunc: func() nvml.ExtendedInterface {
+			return &mock.ExtendedInterface{LookupSymbolFunc: func(sym string) error {
+				if slices.Contains(m.missing, sym) {
+					return errors.New("undefined symbol: " + sym)
+				}
+				return nil
+			}}
 		},
 	}
 }
@@ -120,19 +158,44 @@ func pinfo(pid uint32, used uint64) nvml.ProcessInfo {
 	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: used, GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
 }
 
+// primeSampler makes the first read, which only sets where the next reads
+// of utilization samples start, and returns its devices.
+func primeSampler(t *testing.T, s *NVMLSampler) []Device {
+	t.Helper()
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.Utilization {
+			t.Errorf("first read of %s reports utilization: it has no previous read", d.UUID)
+		}
+	}
+	return devs
+}
+
 func TestNVMLSamplerListsAndMerges(t *testing.T) {
 	t.Parallel()
 	g := &mockGPU{
 		uuid:     "GPU-0",
 		compute:  []nvml.ProcessInfo{pinfo(10, 4<<30), pinfo(11, 1<<30)},
 		graphics: []nvml.ProcessInfo{pinfo(10, 4<<30), pinfo(12, ^uint64(0))},
-		samples: []nvml.ProcessUtilizationSample{
-			{Pid: 10, TimeStamp: 100, SmUtil: 60, MemUtil: 30, EncUtil: 1, DecUtil: 2},
-			{Pid: 10, TimeStamp: 200, SmUtil: 80, MemUtil: 40},
-			{Pid: 13, TimeStamp: 150, SmUtil: 5}, // sampled, then exited
-		},
+		// What the driver buffered before the exporter started.
+		samples: []nvml.ProcessUtilizationSample{{Pid: 10, TimeStamp: 50, SmUtil: 99}},
 	}
-	s := newTestSampler(t, newMockNVML(g))
+	m := newMockNVML(g)
+	s := newTestSampler(t, m)
+	devs := primeSampler(t, s)
+	if len(devs) != 1 || len(devs[0].Processes) != 3 || devs[0].Processes[0].Sampled {
+		t.Fatalf("first read = %+v; want the listed processes, without the buffered samples", devs)
+	}
+	m.mu.Lock()
+	g.samples = append(g.samples,
+		nvml.ProcessUtilizationSample{Pid: 10, TimeStamp: 100, SmUtil: 60, MemUtil: 30, EncUtil: 1, DecUtil: 2},
+		nvml.ProcessUtilizationSample{Pid: 10, TimeStamp: 200, SmUtil: 80, MemUtil: 40},
+		nvml.ProcessUtilizationSample{Pid: 13, TimeStamp: 150, SmUtil: 5}, // sampled, then exited
+	)
+	m.mu.Unlock()
 	devs, err := s.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +207,7 @@ func TestNVMLSamplerListsAndMerges(t *testing.T) {
 		10: {PID: 10, Type: Compute | Graphics, UsedBytes: 4 << 30, UsedKnown: true, SM: 70, Memory: 35, Encoder: 0.5, Decoder: 1, Sampled: true},
 		11: {PID: 11, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true},
 		12: {PID: 12, Type: Graphics, UsedBytes: ^uint64(0), UsedKnown: false},
-		13: {PID: 13, SM: 5, Sampled: true},
+		13: {PID: 13, SM: 5, Sampled: true, Unlisted: true},
 	}
 	if len(devs[0].Processes) != len(want) {
 		t.Fatalf("processes = %+v", devs[0].Processes)
@@ -160,8 +223,8 @@ func TestNVMLSamplerListsAndMerges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.seen[0] != 0 || g.seen[1] != 200 {
-		t.Errorf("lastSeen arguments = %v, want [0 200]", g.seen)
+	if len(g.seen) != 3 || g.seen[0] != 0 || g.seen[1] != 50 || g.seen[2] != 200 {
+		t.Errorf("lastSeen arguments = %v, want [0 50 200]", g.seen)
 	}
 	for _, p := range devs[0].Processes {
 		if p.Sampled || p.SM != 0 {
@@ -180,9 +243,13 @@ func TestNVMLSamplerMPS(t *testing.T) {
 	g := &mockGPU{uuid: "GPU-0",
 		compute: []nvml.ProcessInfo{pinfo(5, 300<<20)},
 		mps:     []nvml.ProcessInfo{pinfo(20, 2<<30), pinfo(21, 3<<30)},
-		samples: []nvml.ProcessUtilizationSample{{Pid: 20, TimeStamp: 1, SmUtil: 40}, {Pid: 21, TimeStamp: 1, SmUtil: 10}},
 	}
-	s := newTestSampler(t, newMockNVML(g))
+	m := newMockNVML(g)
+	s := newTestSampler(t, m)
+	primeSampler(t, s)
+	m.mu.Lock()
+	g.samples = []nvml.ProcessUtilizationSample{{Pid: 20, TimeStamp: 1, SmUtil: 40}, {Pid: 21, TimeStamp: 1, SmUtil: 10}}
+	m.mu.Unlock()
 	devs, err := s.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +271,7 @@ func TestNVMLSamplerMIG(t *testing.T) {
 	}}
 	plain := &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(40, 1<<30)}}
 	s := newTestSampler(t, newMockNVML(g, plain))
+	primeSampler(t, s)
 	devs, err := s.Sample(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -288,5 +356,54 @@ func TestNVMLSamplerInitFailure(t *testing.T) {
 	fails = false // Sample calls run one at a time on the worker, after this write
 	if devs, err := s.Sample(context.Background()); err != nil || len(devs) != 1 {
 		t.Fatalf("after the driver loaded: %+v, %v", devs, err)
+	}
+}
+
+// A driver older than the MPS listing (nvmlDeviceGetMPSComputeRunningProcesses
+// and its _v2, _v3) lacks the symbol: the sampler must not call it (go-nvml
+// would call an unresolved symbol), and lists compute and graphics
+// processes as usual.
+func TestNVMLSamplerDriverWithoutMPSListing(t *testing.T) {
+	t.Parallel()
+	g := &mockGPU{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}, mps: []nvml.ProcessInfo{pinfo(20, 1<<30)}}
+	m := newMockNVML(g)
+	m.missing = []string{"nvmlDeviceGetMPSComputeRunningProcesses", "nvmlDeviceGetMPSComputeRunningProcesses_v2", "nvmlDeviceGetMPSComputeRunningProcesses_v3"}
+	s := newTestSampler(t, m)
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 1 || len(devs[0].Processes) != 1 || devs[0].Processes[0].PID != 10 {
+		t.Errorf("devices = %+v; want GPU-0 with its compute process", devs)
+	}
+}
+
+// go-nvml panics when samples arrive between its sizing call and its read:
+// that device's utilization is unknown for one read (and its samples are
+// read the next time); the other devices and the processes are unharmed.
+func TestNVMLSamplerUtilizationGrowsBetweenCalls(t *testing.T) {
+	t.Parallel()
+	racing := &mockGPU{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}}
+	calm := &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(20, 1<<30)}}
+	m := newMockNVML(racing, calm)
+	s := newTestSampler(t, m)
+	primeSampler(t, s)
+	m.mu.Lock()
+	racing.grows = true
+	m.mu.Unlock()
+	devs, err := s.Sample(context.Background())
+	if err != nil {
+		t.Fatalf("Sample: %v", err)
+	}
+	if len(devs) != 2 || devs[0].Utilization || len(devs[0].Processes) != 1 || !devs[1].Utilization || len(devs[1].Processes) != 1 {
+		t.Fatalf("devices = %+v; want both, GPU-0 without utilization this time", devs)
+	}
+	m.mu.Lock()
+	racing.grows = false
+	racing.samples = []nvml.ProcessUtilizationSample{{Pid: 10, TimeStamp: 5, SmUtil: 30}}
+	m.mu.Unlock()
+	devs, err = s.Sample(context.Background())
+	if err != nil || !devs[0].Utilization || devs[0].Processes[0].SM != 30 {
+		t.Fatalf("next read = %+v, %v; want GPU-0's samples", devs, err)
 	}
 }

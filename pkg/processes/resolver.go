@@ -121,6 +121,26 @@ func (r *Resolver) Resolve(pid uint32) (Owner, error) {
 	return owner, nil
 }
 
+// ResolveKnown is Resolve for a PID the GPU no longer lists: it answers
+// only when the cache holds pid with its current start time (the process a
+// previous collection resolved while it was listed), and fails with
+// ErrExited otherwise: a process not in the cache may have taken the PID
+// of one that exited.
+func (r *Resolver) ResolveKnown(pid uint32) (Owner, error) {
+	c, ok := r.cache[pid]
+	if !ok {
+		return Owner{}, fmt.Errorf("pid %d: not listed and not seen before: %w", pid, ErrExited)
+	}
+	start, err := r.startTime(pid)
+	if err != nil || start != c.start {
+		delete(r.cache, pid)
+		return Owner{}, fmt.Errorf("pid %d: not listed and reused: %w", pid, ErrExited)
+	}
+	c.round = r.round
+	r.cache[pid] = c
+	return c.owner, nil
+}
+
 // startTime reads field 22 of <procfs>/<pid>/stat, the process's start
 // time in clock ticks since boot (proc(5)). Field 2, the command name in
 // parentheses, may hold spaces and parentheses itself, so fields are

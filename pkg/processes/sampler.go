@@ -1,6 +1,9 @@
 package processes
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Sampler lists, once per collection, the processes on every GPU and MIG
 // device with their memory and utilization. Implementations: NVML (beside
@@ -29,7 +32,8 @@ type Device struct {
 	// Utilization is true when the device reports per-process
 	// utilization; then a process without a sample since the previous
 	// read was idle (NVML returns samples only for processes with non-zero
-	// utilization). False under MIG and on GPUs without the call.
+	// utilization). False under MIG, on GPUs without the call, and on
+	// the first read of a device (there is no previous read).
 	Utilization bool
 }
 
@@ -57,6 +61,9 @@ type Process struct {
 	// previous read; 0 with Sampled false when none came.
 	SM, Memory, Encoder, Decoder float64
 	Sampled                      bool
+	// Unlisted is set for a process with utilization samples that no
+	// listing has (merge): it exited after them.
+	Unlisted bool
 }
 
 // UtilizationSample is one per-process utilization sample, as
@@ -107,7 +114,7 @@ func (d *Device) merge(samples []UtilizationSample) {
 	}
 	for _, pid := range order {
 		if a := sums[pid]; a != nil {
-			p := Process{PID: pid}
+			p := Process{PID: pid, Unlisted: true}
 			set(&p, a)
 			d.Processes = append(d.Processes, p)
 		}
@@ -129,4 +136,49 @@ func (d *Device) addProcess(pid uint32, typ ProcessType, used uint64, known bool
 		return
 	}
 	d.Processes = append(d.Processes, Process{PID: pid, Type: typ, UsedBytes: used, UsedKnown: known})
+}
+
+// joinInstances joins the MIG devices of one GPU instance into the first
+// of them. NVML has one MIG device per compute instance
+// (nvmlDeviceGetMigDeviceHandleByIndex; a GPU instance split into several
+// compute instances has several), while the inventory has one entity per
+// GPU instance: without the join, a container with processes on two of
+// its compute instances would get two rows with the same labels. A process
+// listed on two of them counts once (addProcess). devs is reused.
+func joinInstances(devs []Device) []Device {
+	type key struct {
+		uuid string
+		gi   int
+	}
+	var first map[key]int
+	out := devs[:0]
+	for _, d := range devs {
+		if d.GPUInstance < 0 {
+			out = append(out, d)
+			continue
+		}
+		k := key{d.UUID, d.GPUInstance}
+		i, ok := first[k]
+		if !ok {
+			if first == nil {
+				first = map[key]int{}
+			}
+			first[k] = len(out)
+			out = append(out, d)
+			continue
+		}
+		j := &out[i]
+		// NVML has no per-process utilization under MIG
+		// (nvmlDeviceGetProcessUtilization); should it come, a share
+		// known on only part of the instance is not known.
+		j.Utilization = j.Utilization && d.Utilization
+		for _, p := range d.Processes {
+			if slices.ContainsFunc(j.Processes, func(q Process) bool { return q.PID == p.PID }) {
+				j.addProcess(p.PID, p.Type, p.UsedBytes, p.UsedKnown)
+				continue
+			}
+			j.Processes = append(j.Processes, p)
+		}
+	}
+	return out
 }

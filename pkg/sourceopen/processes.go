@@ -15,6 +15,9 @@ type ProcessSampling struct {
 	// Procfs is the proc filesystem their PIDs live in: --path.procfs, or
 	// the simulator's fake tree.
 	Procfs string
+	// HostPIDs is set when the sampler reports the host's PIDs (NVML), so
+	// that Procfs must show the host's PID namespace.
+	HostPIDs bool
 	// Pods names pods and containers where the source knows them (the
 	// simulator, standing in for the Kubernetes API); nil otherwise.
 	Pods processes.PodLookup
@@ -47,6 +50,6 @@ func (o *Opened) openProcesses(cfg Config) error {
 		return fmt.Errorf("--collect.processes: %w", err)
 	}
 	o.cleanup = append(o.cleanup, func() { _ = s.Close() })
-	o.Processes = &ProcessSampling{Sampler: s, Procfs: cfg.Procfs}
+	o.Processes = &ProcessSampling{Sampler: s, Procfs: cfg.Procfs, HostPIDs: true}
 	return nil
 }
