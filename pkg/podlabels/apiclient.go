@@ -4,16 +4,17 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
 // podsClient lists and watches pods in every namespace over a REST client
-// whose scheme knows the core/v1 API group only. The requests are those
+// whose scheme knows the v1 Pod and PodList only, decoded into apiPod and
+// apiPodList. The requests are those
 // client-go's typed pods client sends (kubernetes/typed/core/v1 through
 // gentype.Client: GET /api/v1/pods with the list options as query
 // parameters, watch=true to watch, the options' timeout as the request's).
@@ -22,18 +23,16 @@ type podsClient struct {
 	params runtime.ParameterCodec
 }
 
-// newPodsClient returns a pods client for cfg, asking for protobuf (as the
-// typed clients may) and accepting JSON.
+// newPodsClient returns a pods client for cfg that accepts JSON only:
+// decoding protobuf needs the generated code of k8s.io/api/core/v1, and the
+// API server answers every resource in JSON.
 func newPodsClient(cfg *rest.Config) (*podsClient, error) {
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil { // also registers the meta/v1 list and watch types
-		return nil, err
-	}
+	scheme := newPodScheme()
 	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.GroupVersion = &schema.GroupVersion{Version: "v1"}
 	c.APIPath = "/api"
-	c.ContentType = runtime.ContentTypeProtobuf
-	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
@@ -43,8 +42,8 @@ func newPodsClient(cfg *rest.Config) (*podsClient, error) {
 }
 
 // List lists the pods the options select.
-func (c *podsClient) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
-	list := &corev1.PodList{}
+func (c *podsClient) List(ctx context.Context, opts metav1.ListOptions) (*apiPodList, error) {
+	list := &apiPodList{}
 	err := c.rest.Get().Resource("pods").VersionedParams(&opts, c.params).Timeout(timeout(opts)).Do(ctx).Into(list)
 	return list, err
 }

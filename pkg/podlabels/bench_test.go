@@ -11,7 +11,7 @@ import (
 func BenchmarkLookup(b *testing.B) {
 	s := newIdleStore(b, Config{Node: thisNode, Allowlist: regexp.MustCompile(".*"), UID: true})
 	for i := range 110 {
-		s.upsert(newPod("ml", fmt.Sprintf("pod-%d", i), thisNode, map[string]string{"team": "ml", "app": "x"}))
+		s.upsert(toAPIPod(newPod("ml", fmt.Sprintf("pod-%d", i), thisNode, map[string]string{"team": "ml", "app": "x"})))
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -23,10 +23,10 @@ func BenchmarkLookup(b *testing.B) {
 
 // BenchmarkPodInfo: the per-event cost of recomputing a pod's labels.
 func BenchmarkPodInfo(b *testing.B) {
-	pod := newPod("ml", "train", thisNode, map[string]string{
+	pod := toAPIPod(newPod("ml", "train", thisNode, map[string]string{
 		"app.kubernetes.io/name": "trainer", "app.kubernetes.io/instance": "t-1",
 		"team": "ml", "pod-template-hash": "5d8f7", "costCenter": "42",
-	})
+	}))
 	allow := regexp.MustCompile(`^(?:team|costCenter|app\.kubernetes\.io/.*)$`)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,8 +2,6 @@ package podlabels
 
 import (
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // ContainerRef names a container of a pod on this node.
@@ -41,13 +39,13 @@ func (s *Store) LookupContainer(podUID, containerID string) (ContainerRef, bool)
 }
 
 // containerIDs maps the runtime ids of pod's containers to their names.
-func containerIDs(pod *corev1.Pod) map[string]string {
+func containerIDs(pod *apiPod) map[string]string {
 	n := len(pod.Status.ContainerStatuses) + len(pod.Status.InitContainerStatuses) + len(pod.Status.EphemeralContainerStatuses)
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]string, n)
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+	for _, list := range [][]apiContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for _, c := range list {
 			if id := RuntimeID(c.ContainerID); id != "" {
 				m[id] = validText(c.Name)
@@ -65,7 +63,7 @@ func containerIDs(pod *corev1.Pod) map[string]string {
 const configMirror = "kubernetes.io/config.mirror"
 
 // staticPodUID returns the UID a mirror pod's static pod runs under, or "".
-func staticPodUID(pod *corev1.Pod) string {
+func staticPodUID(pod *apiPod) string {
 	if uid := pod.Annotations[configMirror]; uid != string(pod.UID) {
 		return uid
 	}
@@ -74,7 +72,7 @@ func staticPodUID(pod *corev1.Pod) string {
 
 // staticPodAnnotations keeps, of a pod's annotations, the one
 // staticPodUID reads.
-func staticPodAnnotations(pod *corev1.Pod) map[string]string {
+func staticPodAnnotations(pod *apiPod) map[string]string {
 	if uid, ok := pod.Annotations[configMirror]; ok {
 		return map[string]string{configMirror: uid}
 	}
@@ -94,13 +92,13 @@ func RuntimeID(statusID string) string {
 
 // slimStatuses keeps the name and id of each container status, all that
 // LookupContainer reads.
-func slimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+func slimStatuses(in []apiContainerStatus) []apiContainerStatus {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]corev1.ContainerStatus, len(in))
+	out := make([]apiContainerStatus, len(in))
 	for i, c := range in {
-		out[i] = corev1.ContainerStatus{Name: c.Name, ContainerID: c.ContainerID}
+		out[i] = apiContainerStatus{Name: c.Name, ContainerID: c.ContainerID}
 	}
 	return out
 }

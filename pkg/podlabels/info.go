@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // LabelPrefix starts every exported pod label name. No label the exporter
@@ -48,7 +46,7 @@ func (a Info) equal(b Info) bool {
 // every allowlisted key; then the cap keeps the first max keys in byte
 // order of the Kubernetes key, so which labels survive does not depend on
 // map order.
-func podInfo(pod *corev1.Pod, allow *regexp.Regexp, uid bool, limit int) (Info, []string) {
+func podInfo(pod *apiPod, allow *regexp.Regexp, uid bool, limit int) (Info, []string) {
 	var info Info
 	if uid {
 		info.UID = validText(string(pod.UID))

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -76,7 +75,7 @@ func TestNoCollisionWithBuiltinLabels(t *testing.T) {
 		labels[strings.ToUpper(b)] = "v"
 		labels["example.com/"+b] = "v"
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	pod := &apiPod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
 	info, _ := podInfo(pod, regexp.MustCompile(".*"), false, len(labels))
 	if len(info.Labels) != len(labels) {
 		t.Fatalf("got %d labels, want %d", len(info.Labels), len(labels))
@@ -147,7 +146,7 @@ func TestUniqueNames(t *testing.T) {
 
 func TestPodInfo(t *testing.T) {
 	t.Parallel()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+	pod := &apiPod{ObjectMeta: metav1.ObjectMeta{
 		UID: "0b6a7c1e-uid",
 		Labels: map[string]string{
 			"team":                   "ml",
@@ -161,7 +160,7 @@ func TestPodInfo(t *testing.T) {
 	allowAll := regexp.MustCompile(`^(?:team|app\.kubernetes\.io/name|Zeta|alpha|quote)$`)
 	tests := []struct {
 		name        string
-		pod         *corev1.Pod // nil: the pod above
+		pod         *apiPod // nil: the pod above
 		allow       *regexp.Regexp
 		uid         bool
 		limit       int
@@ -186,7 +185,7 @@ func TestPodInfo(t *testing.T) {
 		},
 		{
 			name: "bytes that are not UTF-8 replaced in values and the UID", uid: true, limit: 10,
-			pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "0b6a\xff-uid", Labels: map[string]string{"team": "m\xb0l\xfe\xfd"}}},
+			pod:   &apiPod{ObjectMeta: metav1.ObjectMeta{UID: "0b6a\xff-uid", Labels: map[string]string{"team": "m\xb0l\xfe\xfd"}}},
 			allow: regexp.MustCompile(`^team$`),
 			want:  Info{UID: "0b6a\uFFFD-uid", Labels: []Label{{"label_team", "m\uFFFDl\uFFFD"}}},
 		},
@@ -225,7 +224,7 @@ func TestPodInfoDeterministic(t *testing.T) {
 	for _, k := range []string{"a.b", "a/b", "a-b", "a_b", "A.b", "x", "y", "z", "team", "tier", "app"} {
 		labels[k] = k
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	pod := &apiPod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
 	first, _ := podInfo(pod, regexp.MustCompile(".*"), false, 6)
 	for range 50 {
 		if got, _ := podInfo(pod, regexp.MustCompile(".*"), false, 6); !got.equal(first) {

@@ -47,7 +47,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -101,14 +100,15 @@ type podEntry struct {
 }
 
 // Pods is what the Store needs of the API server: listing and watching
-// pods. The exporter uses an API client of its own for the core/v1 pods
-// resource only (apiclient.go); tests pass a fake clientset's pods client.
+// pods. The exporter uses an API client of its own for the v1 pods
+// resource only, decoding the fields the Store reads (apiclient.go,
+// pod.go); tests pass a fake clientset's pods client converted to them.
 // client-go's clientset and informer factory link every API group's types,
 // clients, listers and informers, which (with the reflection the binary
 // also links) tripled the binary and the resident memory its mapped pages
 // cost (docs/PERFORMANCE.md).
 type Pods interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*apiPodList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
@@ -190,7 +190,7 @@ func podInformer(pods Pods, selector string, resync time.Duration) cache.SharedI
 			return pods.Watch(ctx, o)
 		},
 	}
-	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, pods), &corev1.Pod{},
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, pods), &apiPod{},
 		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 	_ = informer.SetTransform(slimPod) // fails only once the informer has started
 	return informer
@@ -285,7 +285,7 @@ func (s *Store) markSynced() {
 
 // upsert applies an added or updated pod.
 func (s *Store) upsert(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*apiPod)
 	if !ok {
 		return
 	}
@@ -328,7 +328,7 @@ func (s *Store) upsert(obj any) {
 func (s *Store) onDelete(obj any) {
 	var key podKey
 	switch o := obj.(type) {
-	case *corev1.Pod:
+	case *apiPod:
 		key = podKey{o.Namespace, o.Name}
 	case cache.DeletedFinalStateUnknown:
 		// The watch missed the delete; a relist found the pod gone.
@@ -395,11 +395,11 @@ func (s *Store) eventsFlow() {
 // slimPod keeps only what podInfo and the store read, so the informer cache
 // holds a few hundred bytes per pod instead of whole pod objects.
 func slimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*apiPod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	return &apiPod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            pod.Name,
 			Namespace:       pod.Namespace,
@@ -408,8 +408,8 @@ func slimPod(obj any) (any, error) {
 			Labels:          pod.Labels,
 			Annotations:     staticPodAnnotations(pod),
 		},
-		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
-		Status: corev1.PodStatus{
+		Spec: apiPodSpec{NodeName: pod.Spec.NodeName},
+		Status: apiPodStatus{
 			ContainerStatuses:          slimStatuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses:      slimStatuses(pod.Status.InitContainerStatuses),
 			EphemeralContainerStatuses: slimStatuses(pod.Status.EphemeralContainerStatuses),

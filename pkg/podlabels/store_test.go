@@ -422,27 +422,27 @@ func TestVersion(t *testing.T) {
 		event func()
 		bump  bool
 	}{
-		{"add", func() { s.upsert(pod) }, true},
-		{"same content again", func() { s.upsert(pod.DeepCopy()) }, false},
+		{"add", func() { s.upsert(toAPIPod(pod)) }, true},
+		{"same content again", func() { s.upsert(toAPIPod(pod)) }, false},
 		{"non-allowlisted label changes", func() {
 			p := pod.DeepCopy()
 			p.Labels["other"] = "y"
-			s.upsert(p)
+			s.upsert(toAPIPod(p))
 		}, false},
 		{"allowlisted label changes", func() {
 			pod = pod.DeepCopy()
 			pod.Labels["team"] = "infra"
-			s.upsert(pod)
+			s.upsert(toAPIPod(pod))
 		}, true},
 		{"UID changes", func() {
 			pod = pod.DeepCopy()
 			pod.UID = "uid-2"
-			s.upsert(pod)
+			s.upsert(toAPIPod(pod))
 		}, true},
-		{"pod of another node", func() { s.upsert(newPod("ml", "far", otherNode, nil)) }, false},
-		{"delete", func() { s.onDelete(pod) }, true},
-		{"delete of an unknown pod", func() { s.onDelete(pod) }, false},
-		{"add without labels", func() { s.upsert(newPod("ml", "bare", thisNode, nil)) }, true},
+		{"pod of another node", func() { s.upsert(toAPIPod(newPod("ml", "far", otherNode, nil))) }, false},
+		{"delete", func() { s.onDelete(toAPIPod(pod)) }, true},
+		{"delete of an unknown pod", func() { s.onDelete(toAPIPod(pod)) }, false},
+		{"add without labels", func() { s.upsert(toAPIPod(newPod("ml", "bare", thisNode, nil))) }, true},
 		{"tombstone delete", func() {
 			s.onDelete(cacheTombstone("ml/bare"))
 		}, true},
@@ -463,7 +463,7 @@ func TestVersion(t *testing.T) {
 func TestLookupAllocatesNothing(t *testing.T) {
 	// Not parallel: AllocsPerRun counts every goroutine's allocations.
 	s := newIdleStore(t, Config{Node: thisNode, Allowlist: regexp.MustCompile(".*"), UID: true})
-	s.upsert(newPod("ml", "train", thisNode, map[string]string{"team": "ml", "app": "x"}))
+	s.upsert(toAPIPod(newPod("ml", "train", thisNode, map[string]string{"team": "ml", "app": "x"})))
 	ns, pod, missing := "ml", "train", "missing"
 	if n := testing.AllocsPerRun(1000, func() { s.Lookup(ns, pod) }); n != 0 {
 		t.Errorf("Lookup of a known pod: %v allocations, want 0", n)
@@ -483,16 +483,16 @@ func TestSlimPodKeepsWhatLookupNeeds(t *testing.T) {
 	full.Annotations = map[string]string{"big": strings.Repeat("x", 1000)}
 	full.Spec.Containers = []corev1.Container{{Name: "main", Image: "cuda"}}
 	full.Status.Phase = corev1.PodRunning
-	got, err := slimPod(full)
+	got, err := slimPod(toAPIPod(full))
 	if err != nil {
 		t.Fatal(err)
 	}
-	slim := got.(*corev1.Pod)
+	slim := got.(*apiPod)
 	if slim.Name != "train" || slim.Namespace != "ml" || slim.UID != full.UID || slim.ResourceVersion != "42" ||
 		slim.Labels["team"] != "ml" || slim.Spec.NodeName != thisNode {
 		t.Errorf("slimPod lost a needed field: %+v", slim)
 	}
-	if slim.Annotations != nil || slim.Spec.Containers != nil || slim.Status.Phase != "" {
+	if slim.Annotations != nil || slim.ManagedFields != nil {
 		t.Errorf("slimPod kept fields nothing reads: %+v", slim)
 	}
 	tomb := cacheTombstone("ml/train")
