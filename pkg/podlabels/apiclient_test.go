@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -239,4 +240,27 @@ func TestStoreWatchListOverJSON(t *testing.T) {
 type watchEvent struct {
 	Type   string      `json:"type"`
 	Object *corev1.Pod `json:"object"`
+}
+
+// TestPodsClientStatusErrors: an API server refusal arrives as a JSON
+// metav1.Status (the API concepts' "Receiving errors"), and the client
+// decodes it into an API error the Store's RBAC hint recognises.
+func TestPodsClientStatusErrors(t *testing.T) {
+	t.Parallel()
+	const msg = `pods is forbidden: User "system:serviceaccount:gpu:exporter" cannot list resource "pods" in API group "" at the cluster scope`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+			Status: metav1.StatusFailure, Message: msg, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden})
+	}))
+	defer srv.Close()
+	c, err := newPodsClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.List(t.Context(), metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) || err.Error() != msg {
+		t.Errorf("List against a refusing API server: err = %v, want the Status' forbidden error %q", err, msg)
+	}
 }
