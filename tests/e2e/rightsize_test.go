@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +123,24 @@ func testRightsize(t *testing.T, s *stack) {
 	if nb := hour["research/notebook"]; nb.P95Activity != 0 || nb.IdleGPUHours != nb.AllocatedGPUHours || nb.PeakMemoryBytes != historyBaseMiB*(1<<20) {
 		t.Errorf("1h: research/notebook: p95 activity %v, idle %v of %v GPU-hours, peak memory %v; want 0, all, %d MiB",
 			nb.P95Activity, nb.IdleGPUHours, nb.AllocatedGPUHours, nb.PeakMemoryBytes, historyBaseMiB)
+	}
+
+	// The command itself, as an operator runs it: the built binary's CSV.
+	cmd := exec.Command(requireExporter(t), "rightsize", "--prometheus.url="+s.prom, "--window=1h", "--namespace=research", "--output=csv")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gpu-exporter rightsize: %v\n%s", err, out)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("gpu-exporter rightsize --output=csv: %v; want a header and the notebook's row:\n%s", err, out)
+	}
+	row := map[string]string{}
+	for i, h := range recs[0] {
+		row[h] = recs[1][i]
+	}
+	if row["namespace"] != "research" || row["workload"] != "notebook" || row["current"] != "1 GPU" || row["recommendation"] != "3g.40gb" || row["confidence"] != "low" {
+		t.Errorf("gpu-exporter rightsize row %v; want research/notebook, 1 GPU -> 3g.40gb, low confidence", row)
 	}
 
 	week := report("7d")
