@@ -45,41 +45,47 @@ func LoadCountersContext(ctx context.Context, path string, cat *fields.Catalog) 
 	return ParseCounters(path, bytes.NewReader(data), cat)
 }
 
-// ErrPending is returned while an earlier read of the same thing has not
-// come back: a hung network file system then holds one goroutine per path,
-// not one more per attempt.
+// ErrPending is returned while an earlier read of the same thing, given
+// up on, has not come back: a hung network file system then holds one
+// goroutine per path, not one more per attempt.
 var ErrPending = errors.New("an earlier read has not returned yet (hung file system?)")
 
-// pending are the keys of reads given up on whose goroutine has not
+// abandoned counts, per key, the reads given up on whose goroutine has not
 // returned.
-var pending = struct {
+var abandoned = struct {
 	sync.Mutex
-	keys map[string]bool
-}{keys: map[string]bool{}}
+	keys map[string]int
+}{keys: map[string]int{}}
 
 // Bounded runs read on its own goroutine and gives up when ctx is done or
 // timeout passes (0: no timeout of its own). A read given up on finishes
 // (or stays blocked) on its goroutine, its result dropped; until it
-// returns, Bounded fails at once for the same key with ErrPending.
+// returns, Bounded fails at once for the same key with ErrPending. Reads of
+// one key that are not given up on may run at the same time.
 func Bounded[T any](ctx context.Context, key string, timeout time.Duration, read func() (T, error)) (T, error) {
 	var zero T
-	pending.Lock()
-	if pending.keys[key] {
-		pending.Unlock()
+	abandoned.Lock()
+	if abandoned.keys[key] > 0 {
+		abandoned.Unlock()
 		return zero, fmt.Errorf("%s: %w", key, ErrPending)
 	}
-	pending.keys[key] = true
-	pending.Unlock()
+	abandoned.Unlock()
 	type result struct {
 		v   T
 		err error
 	}
 	ch := make(chan result, 1)
+	var done, gaveUp bool // guarded by abandoned's lock
 	go func() {
 		v, err := read()
-		pending.Lock()
-		delete(pending.keys, key)
-		pending.Unlock()
+		abandoned.Lock()
+		done = true
+		if gaveUp {
+			if abandoned.keys[key]--; abandoned.keys[key] <= 0 {
+				delete(abandoned.keys, key)
+			}
+		}
+		abandoned.Unlock()
 		ch <- result{v, err}
 	}()
 	var expired <-chan time.Time
@@ -88,12 +94,22 @@ func Bounded[T any](ctx context.Context, key string, timeout time.Duration, read
 		defer timer.Stop()
 		expired = timer.C
 	}
+	giveUp := func() {
+		abandoned.Lock()
+		if !done {
+			gaveUp = true
+			abandoned.keys[key]++
+		}
+		abandoned.Unlock()
+	}
 	select {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
+		giveUp()
 		return zero, fmt.Errorf("reading stopped: %w", context.Cause(ctx))
 	case <-expired:
+		giveUp()
 		return zero, fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded)
 	}
 }

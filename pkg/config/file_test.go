@@ -160,3 +160,28 @@ func TestBoundedOnePendingPerKey(t *testing.T) {
 		return err == nil && string(data) == "again"
 	})
 }
+
+// TestBoundedConcurrentReads: reads of one key that are not given up on
+// run side by side (the doctor reads the counters file from two checks at
+// once); only a read given up on holds the key.
+func TestBoundedConcurrentReads(t *testing.T) {
+	t.Parallel()
+	const key = "test:/etc/gpu-exporter/counters.csv"
+	release := make(chan struct{})
+	var inFlight atomic.Int32
+	slow := func() ([]byte, error) { inFlight.Add(1); <-release; return []byte("ok"), nil }
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := Bounded(t.Context(), key, time.Minute, slow)
+			errs <- err
+		}()
+	}
+	poll.Until(t, "both reads in flight", func() bool { return inFlight.Load() == 2 })
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent read: %v", err)
+		}
+	}
+}
