@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/selfmetrics"
 	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 )
 
@@ -37,17 +38,8 @@ func newMetrics(reg prometheus.Registerer, logs *logthrottle.Logger) (*metrics, 
 	for _, r := range Reasons() {
 		m.malformed.WithLabelValues(r)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	cs := []prometheus.Collector{m.up, m.jobs, m.malformed, m.suppressed}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, done := range cs[:i] {
-				reg.Unregister(done)
-			}
-			return nil, fmt.Errorf("hpc job mapping: registering self-metrics: %w", err)
-		}
+	if err := selfmetrics.Register(reg, m.up, m.jobs, m.malformed, m.suppressed); err != nil {
+		return nil, fmt.Errorf("hpc job mapping: registering self-metrics: %w", err)
 	}
 	return m, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/selfmetrics"
 )
 
 type metrics struct {
@@ -22,14 +24,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pods on this node known to the pod informer.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range m.collectors() {
-		if err := reg.Register(c); err != nil {
-			m.unregister(reg)
-			return nil, fmt.Errorf("podlabels: registering self-metrics: %w", err)
-		}
+	if err := selfmetrics.Register(reg, m.collectors()...); err != nil {
+		return nil, fmt.Errorf("podlabels: registering self-metrics: %w", err)
 	}
 	return m, nil
 }
@@ -39,10 +35,5 @@ func (m *metrics) collectors() []prometheus.Collector {
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range m.collectors() {
-		reg.Unregister(c)
-	}
+	selfmetrics.Unregister(reg, m.collectors()...)
 }

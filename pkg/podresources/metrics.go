@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/selfmetrics"
 	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 )
 
@@ -64,25 +65,14 @@ func newMetrics(reg prometheus.Registerer, logs *logthrottle.Logger) (*metrics, 
 	for _, r := range []string{reasonDial, reasonTimeout, reasonList, reasonAllocatable, reasonMalformedID} {
 		m.errors.WithLabelValues(r)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range m.collectors() {
-		if err := reg.Register(c); err != nil {
-			m.unregister(reg)
-			return nil, fmt.Errorf("podresources: registering self-metrics: %w", err)
-		}
+	if err := selfmetrics.Register(reg, m.collectors()...); err != nil {
+		return nil, fmt.Errorf("podresources: registering self-metrics: %w", err)
 	}
 	return m, nil
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range m.collectors() {
-		reg.Unregister(c)
-	}
+	selfmetrics.Unregister(reg, m.collectors()...)
 }
 
 func (m *metrics) collectors() []prometheus.Collector {

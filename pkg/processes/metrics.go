@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/selfmetrics"
 )
 
 type metrics struct {
@@ -30,14 +32,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"exited", "unreadable", "unknown_pod"} {
 		m.unresolved.WithLabelValues(r)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range m.collectors() {
-		if err := reg.Register(c); err != nil {
-			m.unregister(reg)
-			return nil, fmt.Errorf("processes: registering self-metrics: %w", err)
-		}
+	if err := selfmetrics.Register(reg, m.collectors()...); err != nil {
+		return nil, fmt.Errorf("processes: registering self-metrics: %w", err)
 	}
 	return m, nil
 }
@@ -47,10 +43,5 @@ func (m *metrics) collectors() []prometheus.Collector {
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range m.collectors() {
-		reg.Unregister(c)
-	}
+	selfmetrics.Unregister(reg, m.collectors()...)
 }
