@@ -30,61 +30,61 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		env   map[string]string
 		check func(o *options) bool
 	}{
-		{"-f", []string{"-f", "/etc/c.csv"}, nil, func(o *options) bool { return o.countersCSV == "/etc/c.csv" }},
-		{"--collectors", []string{"--collectors=/etc/c.csv"}, nil, func(o *options) bool { return o.countersCSV == "/etc/c.csv" }},
-		{"-collectors (single dash)", []string{"-collectors", "/etc/c.csv"}, nil, func(o *options) bool { return o.countersCSV == "/etc/c.csv" }},
-		{"DCGM_EXPORTER_COLLECTORS", nil, map[string]string{"DCGM_EXPORTER_COLLECTORS": "/e.csv"}, func(o *options) bool { return o.countersCSV == "/e.csv" }},
-		{"-a", []string{"-a", ":9500"}, nil, func(o *options) bool { return slices.Equal(o.listenAddresses, []string{":9500"}) }},
-		{"DCGM_EXPORTER_LISTEN", nil, map[string]string{"DCGM_EXPORTER_LISTEN": "[::]:9401"}, func(o *options) bool { return slices.Equal(o.listenAddresses, []string{"[::]:9401"}) }},
-		{"-c milliseconds", []string{"-c", "1500"}, nil, func(o *options) bool { return o.interval == 1500*time.Millisecond && o.timeout == o.interval }},
-		{"--collect-interval", []string{"--collect-interval=30000"}, nil, func(o *options) bool { return o.interval == 30*time.Second }},
-		{"DCGM_EXPORTER_INTERVAL", nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "250"}, func(o *options) bool { return o.interval == 250*time.Millisecond }},
-		{"-k", []string{"-k"}, nil, func(o *options) bool { return o.k8sEnabled == "true" }},
-		{"--kubernetes=false", []string{"--kubernetes=false"}, nil, func(o *options) bool { return o.k8sEnabled == "false" }},
-		{"DCGM_EXPORTER_KUBERNETES", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES": "true"}, func(o *options) bool { return o.k8sEnabled == "true" }},
-		{"--kubernetes-gpu-id-type", []string{"--kubernetes-gpu-id-type=device-name"}, nil, func(o *options) bool { return o.k8sIDType == "device-name" }},
-		{"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "uid"}, func(o *options) bool { return o.k8sIDType == "uid" }},
+		{"-f", []string{"-f", "/etc/c.csv"}, nil, func(o *options) bool { return o.collect.CountersFile == "/etc/c.csv" }},
+		{"--collectors", []string{"--collectors=/etc/c.csv"}, nil, func(o *options) bool { return o.collect.CountersFile == "/etc/c.csv" }},
+		{"-collectors (single dash)", []string{"-collectors", "/etc/c.csv"}, nil, func(o *options) bool { return o.collect.CountersFile == "/etc/c.csv" }},
+		{"DCGM_EXPORTER_COLLECTORS", nil, map[string]string{"DCGM_EXPORTER_COLLECTORS": "/e.csv"}, func(o *options) bool { return o.collect.CountersFile == "/e.csv" }},
+		{"-a", []string{"-a", ":9500"}, nil, func(o *options) bool { return slices.Equal(o.web.ListenAddresses, []string{":9500"}) }},
+		{"DCGM_EXPORTER_LISTEN", nil, map[string]string{"DCGM_EXPORTER_LISTEN": "[::]:9401"}, func(o *options) bool { return slices.Equal(o.web.ListenAddresses, []string{"[::]:9401"}) }},
+		{"-c milliseconds", []string{"-c", "1500"}, nil, func(o *options) bool { return o.collect.Interval == 1500*time.Millisecond && o.collect.Timeout == o.collect.Interval }},
+		{"--collect-interval", []string{"--collect-interval=30000"}, nil, func(o *options) bool { return o.collect.Interval == 30*time.Second }},
+		{"DCGM_EXPORTER_INTERVAL", nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "250"}, func(o *options) bool { return o.collect.Interval == 250*time.Millisecond }},
+		{"-k", []string{"-k"}, nil, func(o *options) bool { return o.kubernetes.Enabled == "true" }},
+		{"--kubernetes=false", []string{"--kubernetes=false"}, nil, func(o *options) bool { return o.kubernetes.Enabled == "false" }},
+		{"DCGM_EXPORTER_KUBERNETES", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES": "true"}, func(o *options) bool { return o.kubernetes.Enabled == "true" }},
+		{"--kubernetes-gpu-id-type", []string{"--kubernetes-gpu-id-type=device-name"}, nil, func(o *options) bool { return o.kubernetes.GPUIDType == "device-name" }},
+		{"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "uid"}, func(o *options) bool { return o.kubernetes.GPUIDType == "uid" }},
 		{"-r", []string{"-r", "dcgm.example:5555"}, nil, func(o *options) bool {
-			return o.dcgmRemoteAddress == "dcgm.example:5555" && o.dcgmMode == "remote"
+			return o.dcgm.RemoteAddress == "dcgm.example:5555" && o.dcgm.Mode == "remote"
 		}},
-		{"DCGM_REMOTE_HOSTENGINE_INFO", nil, map[string]string{"DCGM_REMOTE_HOSTENGINE_INFO": "10.0.0.1:5555"}, func(o *options) bool { return o.dcgmRemoteAddress == "10.0.0.1:5555" }},
-		{"-d f", []string{"-d", "f"}, nil, func(o *options) bool { return o.gpuList == nil }},
-		{"-d g", []string{"-d", "g"}, nil, func(o *options) bool { return o.gpuList == nil }},
-		{"-d g:ids", []string{"-d", "g:0,2-3"}, nil, func(o *options) bool { return slices.Equal(o.gpuList, []int{0, 2, 3}) }},
-		{"DCGM_EXPORTER_DEVICES_STR", nil, map[string]string{"DCGM_EXPORTER_DEVICES_STR": "g:1"}, func(o *options) bool { return slices.Equal(o.gpuList, []int{1}) }},
-		{"--kubernetes-enable-pod-labels", []string{"--kubernetes-enable-pod-labels"}, nil, func(o *options) bool { return o.podLabels == ".*" }},
-		{"pod labels with allowlist", []string{"--kubernetes-enable-pod-labels", "--kubernetes-pod-label-allowlist-regex=team|app"}, nil, func(o *options) bool { return o.podLabels == "team|app" }},
-		{"DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS": "true", "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX": "team"}, func(o *options) bool { return o.podLabels == "team" }},
-		{"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID": "true"}, func(o *options) bool { return o.podUID }},
-		{"-o", []string{"-o"}, nil, func(o *options) bool { return o.oldNamespace }},
-		{"--hpc-job-mapping-dir", []string{"--hpc-job-mapping-dir=/run/jobs"}, nil, func(o *options) bool { return o.hpcJobDir == "/run/jobs" }},
-		{"DCGM_HPC_JOB_MAPPING_DIR", nil, map[string]string{"DCGM_HPC_JOB_MAPPING_DIR": "/var/run/jobs"}, func(o *options) bool { return o.hpcJobDir == "/var/run/jobs" }},
-		{"DCGM_EXPORTER_USE_OLD_NAMESPACE", nil, map[string]string{"DCGM_EXPORTER_USE_OLD_NAMESPACE": "true"}, func(o *options) bool { return o.oldNamespace }},
-		{"-n", []string{"-n"}, nil, func(o *options) bool { return o.hostnameLabel == "none" }},
-		{"--no-hostname=false", []string{"--no-hostname=false"}, nil, func(o *options) bool { return o.hostnameLabel == exposition.HostnameLabel }},
-		{"DCGM_EXPORTER_NO_HOSTNAME", nil, map[string]string{"DCGM_EXPORTER_NO_HOSTNAME": "1"}, func(o *options) bool { return o.hostnameLabel == "none" }},
-		{"-x", []string{"-x", "60000"}, nil, func(o *options) bool { return o.xidWindow == time.Minute }},
-		{"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", nil, map[string]string{"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE": "120000"}, func(o *options) bool { return o.xidWindow == 2*time.Minute }},
-		{"--clock-events-count-window-size", []string{"--clock-events-count-window-size", "30000"}, nil, func(o *options) bool { return o.clockEventsWindow == 30*time.Second }},
-		{"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", nil, map[string]string{"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE": "1000"}, func(o *options) bool { return o.clockEventsWindow == time.Second }},
-		{"-rbmn", []string{"-rbmn"}, nil, func(o *options) bool { return o.replaceBlanks }},
-		{"--replace-blanks-in-model-name", []string{"--replace-blanks-in-model-name"}, nil, func(o *options) bool { return o.replaceBlanks }},
-		{"--web-config-file", []string{"--web-config-file=/w.yml"}, nil, func(o *options) bool { return o.webConfigFile == "/w.yml" }},
-		{"DCGM_EXPORTER_WEB_CONFIG_FILE", nil, map[string]string{"DCGM_EXPORTER_WEB_CONFIG_FILE": "/w.yml"}, func(o *options) bool { return o.webConfigFile == "/w.yml" }},
-		{"--web-systemd-socket", []string{"--web-systemd-socket"}, nil, func(o *options) bool { return o.systemdSocket }},
-		{"--pod-resources-kubelet-socket", []string{"--pod-resources-kubelet-socket=/k.sock"}, nil, func(o *options) bool { return o.k8sSocket == "/k.sock" }},
-		{"DCGM_POD_RESOURCES_KUBELET_SOCKET", nil, map[string]string{"DCGM_POD_RESOURCES_KUBELET_SOCKET": "/k.sock"}, func(o *options) bool { return o.k8sSocket == "/k.sock" }},
+		{"DCGM_REMOTE_HOSTENGINE_INFO", nil, map[string]string{"DCGM_REMOTE_HOSTENGINE_INFO": "10.0.0.1:5555"}, func(o *options) bool { return o.dcgm.RemoteAddress == "10.0.0.1:5555" }},
+		{"-d f", []string{"-d", "f"}, nil, func(o *options) bool { return o.collect.GPUList == nil }},
+		{"-d g", []string{"-d", "g"}, nil, func(o *options) bool { return o.collect.GPUList == nil }},
+		{"-d g:ids", []string{"-d", "g:0,2-3"}, nil, func(o *options) bool { return slices.Equal(o.collect.GPUList, []int{0, 2, 3}) }},
+		{"DCGM_EXPORTER_DEVICES_STR", nil, map[string]string{"DCGM_EXPORTER_DEVICES_STR": "g:1"}, func(o *options) bool { return slices.Equal(o.collect.GPUList, []int{1}) }},
+		{"--kubernetes-enable-pod-labels", []string{"--kubernetes-enable-pod-labels"}, nil, func(o *options) bool { return o.podLabels.Labels == ".*" }},
+		{"pod labels with allowlist", []string{"--kubernetes-enable-pod-labels", "--kubernetes-pod-label-allowlist-regex=team|app"}, nil, func(o *options) bool { return o.podLabels.Labels == "team|app" }},
+		{"DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS": "true", "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX": "team"}, func(o *options) bool { return o.podLabels.Labels == "team" }},
+		{"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID": "true"}, func(o *options) bool { return o.podLabels.UID }},
+		{"-o", []string{"-o"}, nil, func(o *options) bool { return o.naming.DCGM.OldNamespace }},
+		{"--hpc-job-mapping-dir", []string{"--hpc-job-mapping-dir=/run/jobs"}, nil, func(o *options) bool { return o.hpc.Dir == "/run/jobs" }},
+		{"DCGM_HPC_JOB_MAPPING_DIR", nil, map[string]string{"DCGM_HPC_JOB_MAPPING_DIR": "/var/run/jobs"}, func(o *options) bool { return o.hpc.Dir == "/var/run/jobs" }},
+		{"DCGM_EXPORTER_USE_OLD_NAMESPACE", nil, map[string]string{"DCGM_EXPORTER_USE_OLD_NAMESPACE": "true"}, func(o *options) bool { return o.naming.DCGM.OldNamespace }},
+		{"-n", []string{"-n"}, nil, func(o *options) bool { return o.naming.DCGM.HostnameLabel == "none" }},
+		{"--no-hostname=false", []string{"--no-hostname=false"}, nil, func(o *options) bool { return o.naming.DCGM.HostnameLabel == exposition.HostnameLabel }},
+		{"DCGM_EXPORTER_NO_HOSTNAME", nil, map[string]string{"DCGM_EXPORTER_NO_HOSTNAME": "1"}, func(o *options) bool { return o.naming.DCGM.HostnameLabel == "none" }},
+		{"-x", []string{"-x", "60000"}, nil, func(o *options) bool { return o.naming.XIDCountWindow == time.Minute }},
+		{"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", nil, map[string]string{"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE": "120000"}, func(o *options) bool { return o.naming.XIDCountWindow == 2*time.Minute }},
+		{"--clock-events-count-window-size", []string{"--clock-events-count-window-size", "30000"}, nil, func(o *options) bool { return o.naming.ClockEventsCountWindow == 30*time.Second }},
+		{"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", nil, map[string]string{"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE": "1000"}, func(o *options) bool { return o.naming.ClockEventsCountWindow == time.Second }},
+		{"-rbmn", []string{"-rbmn"}, nil, func(o *options) bool { return o.naming.DCGM.ReplaceBlanksInModelName }},
+		{"--replace-blanks-in-model-name", []string{"--replace-blanks-in-model-name"}, nil, func(o *options) bool { return o.naming.DCGM.ReplaceBlanksInModelName }},
+		{"--web-config-file", []string{"--web-config-file=/w.yml"}, nil, func(o *options) bool { return o.web.WebConfigFile == "/w.yml" }},
+		{"DCGM_EXPORTER_WEB_CONFIG_FILE", nil, map[string]string{"DCGM_EXPORTER_WEB_CONFIG_FILE": "/w.yml"}, func(o *options) bool { return o.web.WebConfigFile == "/w.yml" }},
+		{"--web-systemd-socket", []string{"--web-systemd-socket"}, nil, func(o *options) bool { return o.web.SystemdSocket }},
+		{"--pod-resources-kubelet-socket", []string{"--pod-resources-kubelet-socket=/k.sock"}, nil, func(o *options) bool { return o.kubernetes.Socket == "/k.sock" }},
+		{"DCGM_POD_RESOURCES_KUBELET_SOCKET", nil, map[string]string{"DCGM_POD_RESOURCES_KUBELET_SOCKET": "/k.sock"}, func(o *options) bool { return o.kubernetes.Socket == "/k.sock" }},
 		{"--nvidia-resource-names", []string{"--nvidia-resource-names=nvidia.com/a100,nvidia.com/a10"}, nil, func(o *options) bool {
-			return slices.Equal(o.k8sResources, []string{"nvidia.com/a100", "nvidia.com/a10"})
+			return slices.Equal(o.kubernetes.ResourceNames, []string{"nvidia.com/a100", "nvidia.com/a10"})
 		}},
-		{"NVIDIA_RESOURCE_NAMES", nil, map[string]string{"NVIDIA_RESOURCE_NAMES": "nvidia.com/a100"}, func(o *options) bool { return slices.Equal(o.k8sResources, []string{"nvidia.com/a100"}) }},
+		{"NVIDIA_RESOURCE_NAMES", nil, map[string]string{"NVIDIA_RESOURCE_NAMES": "nvidia.com/a100"}, func(o *options) bool { return slices.Equal(o.kubernetes.ResourceNames, []string{"nvidia.com/a100"}) }},
 		{"--debug", []string{"--debug"}, nil, func(o *options) bool { return o.logLevel.String() == "debug" }},
 		{"--log-format=json", []string{"--log-format=json"}, nil, func(o *options) bool { return o.logFormat.String() == "json" }},
 		{"DCGM_EXPORTER_LOG_FORMAT", nil, map[string]string{"DCGM_EXPORTER_LOG_FORMAT": "text"}, func(o *options) bool { return o.logFormat.String() == "logfmt" }},
-		{"--enable-pprof", []string{"--enable-pprof"}, nil, func(o *options) bool { return o.enablePprof }},
-		{"--kubernetes-virtual-gpus", []string{"--kubernetes-virtual-gpus"}, nil, func(o *options) bool { return o.vgpuLabel }},
-		{"KUBERNETES_VIRTUAL_GPUS", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "true"}, func(o *options) bool { return o.vgpuLabel }},
-		{"KUBERNETES_VIRTUAL_GPUS=false", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "false"}, func(o *options) bool { return !o.vgpuLabel }},
+		{"--enable-pprof", []string{"--enable-pprof"}, nil, func(o *options) bool { return o.web.EnablePprof }},
+		{"--kubernetes-virtual-gpus", []string{"--kubernetes-virtual-gpus"}, nil, func(o *options) bool { return o.naming.DCGM.VirtualGPUs }},
+		{"KUBERNETES_VIRTUAL_GPUS", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "true"}, func(o *options) bool { return o.naming.DCGM.VirtualGPUs }},
+		{"KUBERNETES_VIRTUAL_GPUS=false", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "false"}, func(o *options) bool { return !o.naming.DCGM.VirtualGPUs }},
 		{"-v", []string{"-v"}, nil, func(o *options) bool { return o.version }},
 		// Flags whose behaviour gpu-exporter always has are accepted and noted.
 		{"KUBERNETES_ENABLE_DRA", nil, map[string]string{"KUBERNETES_ENABLE_DRA": "true"}, func(o *options) bool { return len(o.dcgmExporter.Already) == 1 }},
@@ -131,8 +131,8 @@ func TestDCGMExporterPrecedence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.interval != tc.want {
-			t.Errorf("args %v env %v: interval %s, want %s", tc.args, tc.env, o.interval, tc.want)
+		if o.collect.Interval != tc.want {
+			t.Errorf("args %v env %v: interval %s, want %s", tc.args, tc.env, o.collect.Interval, tc.want)
 		}
 	}
 }
@@ -344,15 +344,15 @@ func TestHostnameLabelValue(t *testing.T) {
 		{"prometheus naming", nil, map[string]string{"NODE_NAME": "node-7"}, false, "", ""},
 	}
 	for _, tc := range cases {
-		o, fs, err := parseFlags(tc.args, envFrom(tc.env), io.Discard)
+		o, _, err := parseFlags(tc.args, envFrom(tc.env), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := &app{o: o, fs: fs, logger: slog.New(slog.DiscardHandler)}
+		a := &app{o: o, logger: slog.New(slog.DiscardHandler)}
 		if tc.attrib {
 			a.pods = new(podresources.Client) // only tested for nil
 		}
-		got := a.dcgmNaming()
+		got := o.naming.DCGMFor(a.hostname)
 		if got.HostnameLabel != tc.label || got.Hostname != tc.hostname {
 			t.Errorf("%s: label %q=%q, want %q=%q", tc.name, got.HostnameLabel, got.Hostname, tc.label, tc.hostname)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/doctor"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
-	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -31,7 +30,7 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 2
 	}
-	o, fs, err := parseFlags(rest, getenv, stderr)
+	o, _, err := parseFlags(rest, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprintln(stderr, "\ngpu-exporter doctor [--output=text|json] [--args-from=/proc/1/cmdline] [exporter flags]: check what the exporter with these flags needs, once, and say how to fix what is broken.\n"+
 			"--args-from reads the flags of a running exporter from its command line (NUL-separated, as /proc/PID/cmdline), before the flags given here.")
@@ -42,18 +41,13 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		return 2
 	}
 	logger := promslog.New(&promslog.Config{Level: o.logLevel, Format: o.logFormat, Writer: stderr})
-	a := &app{o: o, fs: fs, logger: logger, reg: prometheus.NewRegistry()}
+	a := &app{o: o, logger: logger, reg: prometheus.NewRegistry()}
 	defer a.close()
 	if a.cat, err = fields.New(); err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 1
 	}
-	cfg, err := a.doctorConfig()
-	if err != nil {
-		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
-		return 2
-	}
-	report := doctor.Run(ctx, cfg)
+	report := doctor.Run(ctx, a.doctorConfig())
 	if output == "json" {
 		err = report.WriteJSON(stdout)
 	} else {
@@ -71,27 +65,23 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 
 // doctorConfig describes the exporter's configuration to the doctor, with
 // the exporter's own source opener and web config reader.
-func (a *app) doctorConfig() (doctor.Config, error) {
+func (a *app) doctorConfig() doctor.Config {
 	o := a.o
-	idType, err := podresources.ParseIDType(o.k8sIDType)
-	if err != nil {
-		return doctor.Config{}, fmt.Errorf("--kubernetes.gpu-id-type: %w", err)
-	}
+	k := o.kubernetes.Config()
 	return doctor.Config{
-		Source: o.source, Scenario: o.scenario, DCGMMode: o.dcgmMode, DCGMRemoteAddress: o.dcgmRemoteAddress,
+		Source: o.source.Kind, Scenario: o.sim.Scenario, DCGMMode: o.dcgm.Mode, DCGMRemoteAddress: o.dcgm.RemoteAddress,
 		Open: func(ctx context.Context) (source.Source, string, error) {
 			socket, err := a.openSource(ctx)
 			return a.src, socket, err
 		},
-		Catalog: a.cat, CountersFile: o.countersCSV, DefaultFields: exposition.BuiltinCounters(o.namingMode, a.cat).Fields,
-		WebConfigFile: o.webConfigFile, WebConfigFiles: server.CheckWebConfigFiles,
+		Catalog: a.cat, CountersFile: o.collect.CountersFile, DefaultFields: exposition.BuiltinCounters(o.naming.Naming, a.cat).Fields,
+		WebConfigFile: o.web.WebConfigFile, WebConfigFiles: server.CheckWebConfigFiles,
 		Kubernetes: doctor.Kubernetes{
-			Enabled: o.k8sEnabled, Socket: o.k8sSocket,
-			ResourceNames: append(podresources.DefaultResourceNames(), o.k8sResources...),
-			IDType:        idType, CallTimeout: o.k8sCallTimeout,
+			Enabled: o.kubernetes.Enabled, Socket: o.kubernetes.Socket,
+			ResourceNames: k.ResourceNames, IDType: k.IDType, CallTimeout: k.CallTimeout,
 		},
-		Settle:    2 * o.interval,
-		PodLabels: o.podAllow != nil || o.podUID,
+		Settle:    2 * o.collect.Interval,
+		PodLabels: o.podLabels.Enabled(),
 		NodeName:  o.nodeName,
-	}, nil
+	}
 }

@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := promslog.New(&promslog.Config{Level: o.logLevel, Format: o.logFormat, Writer: stderr})
 	logger.Info("starting gpu-exporter", "version", version.Info(), "build_context", version.BuildContext())
 	logCompat(logger, o, fs)
-	a, err := newApp(ctx, o, fs, logger)
+	a, err := newApp(ctx, o, logger)
 	if err != nil && ctx.Err() != nil {
 		// SIGTERM or SIGINT during start-up: a requested stop, not a failure.
 		logger.Info("stopped during start-up", "err", err)

@@ -124,10 +124,10 @@ func TestEnvTwinAndCommandLinePrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.interval != 3*time.Second || o.telemetryPath != "/m" || len(o.listenAddresses) != 2 {
-		t.Errorf("interval %s, path %s, addresses %v", o.interval, o.telemetryPath, o.listenAddresses)
+	if o.collect.Interval != 3*time.Second || o.web.TelemetryPath != "/m" || len(o.web.ListenAddresses) != 2 {
+		t.Errorf("interval %s, path %s, addresses %v", o.collect.Interval, o.web.TelemetryPath, o.web.ListenAddresses)
 	}
-	if o.timeout != o.interval || o.k8sRefresh != o.interval {
+	if o.collect.Timeout != o.collect.Interval || o.kubernetes.RefreshInterval != o.collect.Interval {
 		t.Error("timeout and refresh interval do not default to the collect interval")
 	}
 }

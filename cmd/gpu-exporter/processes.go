@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
@@ -20,8 +18,8 @@ func (a *app) openProcesses() error {
 		return nil
 	}
 	pods := ps.Pods
-	if pods == nil && a.podStore == nil && os.Getenv("NODE_NAME") != "" {
-		store, err := podlabels.NewInCluster(podlabels.Config{Node: os.Getenv("NODE_NAME"), Containers: true}, a.logger, a.reg)
+	if pods == nil && a.podStore == nil && a.o.nodeName != "" {
+		store, err := podlabels.NewInCluster(podlabels.Config{Node: a.o.nodeName, Containers: true}, a.logger, a.reg)
 		if err != nil {
 			a.logger.Warn("process accounting cannot watch pods; it labels GPU usage with pod_uid and container_id", "err", err)
 		} else {
@@ -32,13 +30,13 @@ func (a *app) openProcesses() error {
 	if pods == nil && a.podStore != nil {
 		pods = a.podStore
 	}
-	acc, err := processes.NewAccountant(processes.Config{Procfs: ps.Procfs, Mode: a.o.processMode, HostPIDs: ps.HostPIDs, Pods: pods}, ps.Sampler, a.logger, a.reg)
+	acc, err := processes.NewAccountant(processes.Config{Procfs: ps.Procfs, Mode: a.o.processes.Mode, HostPIDs: ps.HostPIDs, Pods: pods}, ps.Sampler, a.logger, a.reg)
 	if err != nil {
 		return err
 	}
 	a.procAcc = acc
 	a.cleanup = append(a.cleanup, acc.Close)
-	a.logger.Info("process accounting on", "mode", a.o.processMode.String(), "procfs", ps.Procfs)
+	a.logger.Info("process accounting on", "mode", a.o.processes.Mode.String(), "procfs", ps.Procfs)
 	return nil
 }
 

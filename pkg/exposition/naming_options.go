@@ -1,0 +1,77 @@
+package exposition
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// NamingOptions are the --naming flags.
+type NamingOptions struct {
+	// Name is --naming as given; Naming is it parsed, set by Validate.
+	Name   string
+	Naming Naming
+	// DCGM is what the --naming.* flags set; its HostnameLabel may be
+	// "none" (see DCGMFor).
+	DCGM                                   DCGMOptions
+	XIDCountWindow, ClockEventsCountWindow time.Duration
+}
+
+// AddFlags declares the --naming flags on fs, bound to o.
+func (o *NamingOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Name, "naming", "prometheus", "Series names, units and labels: prometheus (gpu_* names in base units) or dcgm (dcgm-exporter's DCGM_FI_* names, DCGM units and labels, for existing dashboards and alerts).")
+	fs.StringVar(&o.DCGM.HostnameLabel, "naming.hostname-label", HostnameLabel, "With --naming=dcgm: name of the hostname label, Hostname (dcgm-exporter up to 4.x) or hostname (later releases), or none to leave it out. Its value is $NODE_NAME, else the host name.")
+	fs.BoolVar(&o.DCGM.OldNamespace, "naming.old-namespace", false, "With --naming=dcgm: dcgm-exporter 1.x label names (uuid, pod_name, pod_namespace, container_name).")
+	fs.BoolVar(&o.DCGM.ReplaceBlanksInModelName, "naming.replace-blanks-in-model-name", false, "With --naming=dcgm: write blanks in the modelName label as dashes.")
+	fs.BoolVar(&o.DCGM.VirtualGPUs, "naming.vgpu-label", false, "With --naming=dcgm: label the series of a container holding a replica of a shared GPU (time-slicing, MPS) with vgpu, the replica number, as dcgm-exporter's --kubernetes-virtual-gpus does.")
+	fs.DurationVar(&o.XIDCountWindow, "naming.xid-count-window", 5*time.Minute, "With --naming=dcgm: window of DCGM_EXP_XID_ERRORS_COUNT, when the counters file lists it.")
+	fs.DurationVar(&o.ClockEventsCountWindow, "naming.clock-events-count-window", 5*time.Minute, "With --naming=dcgm: window of DCGM_EXP_CLOCK_EVENTS_COUNT, when the counters file lists it.")
+}
+
+// Validate checks the flags, each error naming its flag, and sets Naming.
+func (o *NamingOptions) Validate() error {
+	var err error
+	if o.Naming, err = ParseNaming(o.Name); err != nil {
+		return fmt.Errorf("--naming: %w", err)
+	}
+	switch o.DCGM.HostnameLabel {
+	case HostnameLabel, HostnameLabelLower, "none":
+	default:
+		return fmt.Errorf("--naming.hostname-label: want %s, %s or none, got %q", HostnameLabel, HostnameLabelLower, o.DCGM.HostnameLabel)
+	}
+	if o.XIDCountWindow <= 0 {
+		return fmt.Errorf("--naming.xid-count-window must be positive, got %s", o.XIDCountWindow)
+	}
+	if o.ClockEventsCountWindow <= 0 {
+		return fmt.Errorf("--naming.clock-events-count-window must be positive, got %s", o.ClockEventsCountWindow)
+	}
+	return nil
+}
+
+// DCGMFor returns the options of NamingDCGM, with the hostname label's
+// value from hostname, called only when the label is exported.
+func (o *NamingOptions) DCGMFor(hostname func() string) DCGMOptions {
+	d := o.DCGM
+	if o.Naming != NamingDCGM || d.HostnameLabel == "none" {
+		d.HostnameLabel = ""
+		return d
+	}
+	d.Hostname = hostname()
+	return d
+}
+
+// Idle returns the --naming.* flags given (changed says which) that have
+// no effect under o's naming.
+func (o *NamingOptions) Idle(changed func(flag string) bool) []string {
+	if o.Naming == NamingDCGM {
+		return nil
+	}
+	var idle []string
+	for _, name := range []string{"naming.hostname-label", "naming.old-namespace", "naming.replace-blanks-in-model-name", "naming.vgpu-label", "naming.xid-count-window", "naming.clock-events-count-window"} {
+		if changed(name) {
+			idle = append(idle, "--"+name)
+		}
+	}
+	return idle
+}

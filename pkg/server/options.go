@@ -1,0 +1,51 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the --web.* flags: the server's Config and how long a
+// shutdown waits for requests in flight.
+type Options struct {
+	Config
+	// ShutdownGrace is how long in-flight requests may take to finish on
+	// SIGTERM (--web.shutdown-grace).
+	ShutdownGrace time.Duration
+}
+
+// AddFlags declares the --web.* flags on fs, bound to o, and sets the
+// settings that have no flag.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	c := &o.Config
+	c.ReadHeaderTimeout, c.IdleTimeout, c.MaxHeaderBytes, c.SelfMetricsMaxAge = 10*time.Second, 2*time.Minute, 64<<10, time.Second
+	fs.StringSliceVar(&c.ListenAddresses, "web.listen-address", []string{":9400"}, "Addresses to listen on for HTTP requests (repeatable or comma-separated): host:port, or vsock://:port or vsock://CID:port (virtio-vsock).")
+	fs.StringVar(&c.WebConfigFile, "web.config.file", "", "Path to a web configuration file enabling TLS and/or basic auth (exporter-toolkit format).")
+	fs.BoolVar(&c.SystemdSocket, "web.systemd-socket", false, "Use systemd socket activation listeners instead of --web.listen-address.")
+	fs.StringVar(&c.TelemetryPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
+	fs.DurationVar(&c.WriteTimeout, "web.write-timeout", 30*time.Second, "Longest time to write one HTTP response; bounds slow readers.")
+	fs.BoolVar(&c.EnablePprof, "web.enable-pprof", false, "Serve Go profiling endpoints under /debug/pprof/ (behind the same TLS and auth).")
+	fs.StringVar(&c.HealthListenAddress, "web.health-listen-address", "", "Address of a second, plain-HTTP listener serving only /healthz and /readyz, without the TLS and basic auth of --web.config.file, for probes (empty: none).")
+	fs.DurationVar(&o.ShutdownGrace, "web.shutdown-grace", 10*time.Second, "On SIGTERM, longest time in-flight requests may take to finish; connections still open then are closed.")
+}
+
+// Validate checks the --web.* flags before anything listens; each error
+// names its flag. The web config file is checked when it is read
+// (CheckWebConfigFiles).
+func (o *Options) Validate() error {
+	if err := CheckListeners(o.ListenAddresses, o.HealthListenAddress, o.SystemdSocket); err != nil {
+		return err // names the flag
+	}
+	if err := ValidateTelemetryPath(o.TelemetryPath, o.EnablePprof); err != nil {
+		return err // names the flag
+	}
+	if o.WriteTimeout <= 0 {
+		return fmt.Errorf("--web.write-timeout must be positive, got %s", o.WriteTimeout)
+	}
+	if o.ShutdownGrace <= 0 {
+		return fmt.Errorf("--web.shutdown-grace must be positive, got %s", o.ShutdownGrace)
+	}
+	return nil
+}
