@@ -14,13 +14,11 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
-	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
-	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
@@ -36,9 +34,8 @@ type app struct {
 	src      source.Source
 	pods     *podresources.Client
 	podStore *podlabels.Store
-	// procSampling and procAcc are process accounting (processes.go).
+	// procSampling is what process accounting reads, when on.
 	procSampling *sourceopen.ProcessSampling
-	procAcc      *processes.Accountant
 	coll         *collector.Collector
 	srv          *server.Server
 	cleanup      []func()
@@ -63,7 +60,7 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("gpu_exporter"),
 	)
-	counters, err := a.loadCounters(ctx)
+	counters, err := o.collect.Counters(ctx, &o.naming, a.cat, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -86,34 +83,36 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	if a.jobs, err = hpcjobs.Open(o.hpc, a.simJobDir, logger, a.reg); err != nil {
 		return nil, err
 	}
-	if err := a.openProcesses(); err != nil {
-		return nil, err
+	cfg := o.collect.Config(counters)
+	cfg.Naming, cfg.DCGM = o.naming.Naming, o.naming.DCGMFor(a.hostname)
+	cfg.RequireGPUs = a.src.Name() != "sim" // the simulator may declare no GPU, for tests
+	if ps := a.procSampling; ps != nil {
+		acc, started, err := ps.Accountant(o.processes.Mode, a.podStore, o.nodeName, logger, a.reg)
+		if err != nil {
+			return nil, err
+		}
+		if started != nil {
+			a.podStore = started
+			a.cleanup = append(a.cleanup, started.Close)
+		}
+		a.cleanup = append(a.cleanup, acc.Close)
+		cfg.Processes = acc
+	}
+	// Typed nil pointers would be non-nil interfaces: set only what is on.
+	if a.podStore != nil {
+		cfg.PodInfo = a.podStore
+	}
+	if a.jobs != nil {
+		cfg.Jobs = a.jobs
 	}
 	var attr collector.Attribution
 	if a.pods != nil {
 		attr = a.pods
 	}
-	a.coll, err = collector.New(collector.Config{
-		Interval: o.collect.Interval, Timeout: o.collect.Timeout, MaxSeries: o.collect.MaxSeries, GPUs: o.collect.GPUList,
-		Fields: counters.Fields, Labels: counters.Labels,
-		XIDErrorsCount: counters.XIDErrorsCount, ClockEventsCount: counters.ClockEventsCount,
-		Naming: o.naming.Naming, DCGM: o.naming.DCGMFor(a.hostname), PodInfo: a.podInfo(), Jobs: a.jobAttribution(),
-		Processes:   a.processAccounting(),
-		RequireGPUs: a.src.Name() != "sim", // the simulator may declare no GPU, for tests
-	}, a.src, attr, logger, a.reg)
-	if err != nil {
+	if a.coll, err = collector.New(cfg, a.src, attr, logger, a.reg); err != nil {
 		return nil, err
 	}
-	if o.web.WebConfigFile != "" {
-		if err := server.CheckWebConfigFiles(ctx, o.web.WebConfigFile); err != nil {
-			return nil, err
-		}
-	}
-	a.srv, err = server.New(o.web.Config, a.coll, a.reg, a.reg, logger)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.srv.Listen(); err != nil {
+	if a.srv, err = o.web.Open(ctx, a.coll, a.reg, a.reg, logger); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -142,30 +141,6 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 	return opened.KubeletSocket, nil
 }
 
-// loadCounters returns what --collect.counters lists, or the built-in set of
-// the naming. The read stops when ctx is done.
-func (a *app) loadCounters(ctx context.Context) (exposition.Counters, error) {
-	file, naming := a.o.collect.CountersFile, &a.o.naming
-	if file == "" {
-		return exposition.BuiltinCounters(naming.Naming, a.cat), nil
-	}
-	c, err := config.LoadCountersContext(ctx, file, a.cat)
-	if err != nil {
-		return exposition.Counters{}, fmt.Errorf("--collect.counters: %w", err)
-	}
-	for _, sk := range c.Skipped {
-		a.logger.Warn("counters file row skipped: gpu-exporter does not export it", "at", sk.Where, "name", sk.Name, "reason", sk.Reason)
-	}
-	for _, w := range c.Warnings {
-		a.logger.Warn("counters file row read with a change", "at", w.Where, "name", w.Name, "warning", w.Message)
-	}
-	k, unused := exposition.FileCounters(naming.Naming, c, naming.XIDCountWindow, naming.ClockEventsCountWindow)
-	if unused {
-		a.logger.Info("counters file lists label fields or DCGM_EXP_* counters; they apply with --naming=dcgm only", "file", file)
-	}
-	return k, nil
-}
-
 // hostname is the hostname label's value, chosen as dcgm-exporter chooses
 // it: the remote hostengine's host when one is used and pods are not
 // attributed, else $NODE_NAME, else the host name.
@@ -182,23 +157,6 @@ func (a *app) hostname() string {
 		return ""
 	}
 	return h
-}
-
-// jobAttribution is the collector's view of the job-mapping reader; nil
-// when off.
-func (a *app) jobAttribution() collector.JobAttribution {
-	if a.jobs == nil {
-		return nil
-	}
-	return a.jobs
-}
-
-// podInfo is the collector's view of the pod informer; nil when off.
-func (a *app) podInfo() collector.PodInfo {
-	if a.podStore == nil {
-		return nil
-	}
-	return a.podStore
 }
 
 // run serves until ctx is done or the server fails, reloading the counters
@@ -271,7 +229,7 @@ func (a *app) reload(ctx context.Context) {
 		a.logger.Info("SIGHUP: no --collect.counters file to reload")
 		return
 	}
-	k, err := a.loadCounters(ctx)
+	k, err := a.o.collect.Counters(ctx, &a.o.naming, a.cat, a.logger)
 	if err == nil {
 		err = a.coll.SetCounters(k)
 	}

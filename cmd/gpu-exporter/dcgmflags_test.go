@@ -36,7 +36,9 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		{"DCGM_EXPORTER_COLLECTORS", nil, map[string]string{"DCGM_EXPORTER_COLLECTORS": "/e.csv"}, func(o *options) bool { return o.collect.CountersFile == "/e.csv" }},
 		{"-a", []string{"-a", ":9500"}, nil, func(o *options) bool { return slices.Equal(o.web.ListenAddresses, []string{":9500"}) }},
 		{"DCGM_EXPORTER_LISTEN", nil, map[string]string{"DCGM_EXPORTER_LISTEN": "[::]:9401"}, func(o *options) bool { return slices.Equal(o.web.ListenAddresses, []string{"[::]:9401"}) }},
-		{"-c milliseconds", []string{"-c", "1500"}, nil, func(o *options) bool { return o.collect.Interval == 1500*time.Millisecond && o.collect.Timeout == o.collect.Interval }},
+		{"-c milliseconds", []string{"-c", "1500"}, nil, func(o *options) bool {
+			return o.collect.Interval == 1500*time.Millisecond && o.collect.Timeout == o.collect.Interval
+		}},
 		{"--collect-interval", []string{"--collect-interval=30000"}, nil, func(o *options) bool { return o.collect.Interval == 30*time.Second }},
 		{"DCGM_EXPORTER_INTERVAL", nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "250"}, func(o *options) bool { return o.collect.Interval == 250*time.Millisecond }},
 		{"-k", []string{"-k"}, nil, func(o *options) bool { return o.kubernetes.Enabled == "true" }},

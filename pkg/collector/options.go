@@ -1,11 +1,16 @@
 package collector
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -61,4 +66,36 @@ func (o *Options) Validate() error {
 	}
 	o.GPUList = gpus
 	return nil
+}
+
+// Counters returns what CountersFile lists, or the built-in set of the
+// naming when it is empty. The read stops when ctx is done; rows skipped
+// or changed are logged.
+func (o *Options) Counters(ctx context.Context, naming *exposition.NamingOptions, cat *fields.Catalog, logger *slog.Logger) (exposition.Counters, error) {
+	if o.CountersFile == "" {
+		return exposition.BuiltinCounters(naming.Naming, cat), nil
+	}
+	c, err := config.LoadCountersContext(ctx, o.CountersFile, cat)
+	if err != nil {
+		return exposition.Counters{}, fmt.Errorf("--collect.counters: %w", err)
+	}
+	for _, sk := range c.Skipped {
+		logger.Warn("counters file row skipped: gpu-exporter does not export it", "at", sk.Where, "name", sk.Name, "reason", sk.Reason)
+	}
+	for _, w := range c.Warnings {
+		logger.Warn("counters file row read with a change", "at", w.Where, "name", w.Name, "warning", w.Message)
+	}
+	k, unused := exposition.FileCounters(naming.Naming, c, naming.XIDCountWindow, naming.ClockEventsCountWindow)
+	if unused {
+		logger.Info("counters file lists label fields or DCGM_EXP_* counters; they apply with --naming=dcgm only", "file", o.CountersFile)
+	}
+	return k, nil
+}
+
+// Config returns the collector's configuration for o, collecting k.
+func (o *Options) Config(k exposition.Counters) Config {
+	return Config{
+		Interval: o.Interval, Timeout: o.Timeout, MaxSeries: o.MaxSeries, GPUs: o.GPUList,
+		Fields: k.Fields, Labels: k.Labels, XIDErrorsCount: k.XIDErrorsCount, ClockEventsCount: k.ClockEventsCount,
+	}
 }

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 )
 
@@ -48,4 +51,22 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--web.shutdown-grace must be positive, got %s", o.ShutdownGrace)
 	}
 	return nil
+}
+
+// Open checks the web config file (and the files it names), builds the
+// server on pages and opens its listeners.
+func (o *Options) Open(ctx context.Context, pages Pages, gatherer prometheus.Gatherer, reg prometheus.Registerer, logger *slog.Logger) (*Server, error) {
+	if o.WebConfigFile != "" {
+		if err := CheckWebConfigFiles(ctx, o.WebConfigFile); err != nil {
+			return nil, err
+		}
+	}
+	s, err := New(o.Config, pages, gatherer, reg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Listen(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -2,8 +2,12 @@ package sourceopen
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
@@ -52,4 +56,34 @@ func (o *Opened) openProcesses(cfg Config) error {
 	o.cleanup = append(o.cleanup, func() { _ = s.Close() })
 	o.Processes = &ProcessSampling{Sampler: s, Procfs: cfg.Procfs, HostPIDs: true}
 	return nil
+}
+
+// Accountant starts process accounting on what ps samples. Pods and
+// containers are named by the simulator's pods, else the pod informer
+// store (the one pod labels run; nil if none), else an informer of its own
+// when the exporter runs in a pod (node, from NODE_NAME, set), which it
+// returns for the caller to run and close. Without either, usage carries
+// pod_uid and container_id, and the accountant says so.
+func (ps *ProcessSampling) Accountant(mode processes.Mode, store *podlabels.Store, node string, logger *slog.Logger, reg prometheus.Registerer) (_ *processes.Accountant, started *podlabels.Store, _ error) {
+	pods := ps.Pods
+	if pods == nil && store == nil && node != "" {
+		s, err := podlabels.NewInCluster(podlabels.Config{Node: node, Containers: true}, logger, reg)
+		if err != nil {
+			logger.Warn("process accounting cannot watch pods; it labels GPU usage with pod_uid and container_id", "err", err)
+		} else {
+			store, started = s, s
+		}
+	}
+	if pods == nil && store != nil {
+		pods = store
+	}
+	acc, err := processes.NewAccountant(processes.Config{Procfs: ps.Procfs, Mode: mode, HostPIDs: ps.HostPIDs, Pods: pods}, ps.Sampler, logger, reg)
+	if err != nil {
+		if started != nil {
+			started.Close()
+		}
+		return nil, nil, err
+	}
+	logger.Info("process accounting on", "mode", mode.String(), "procfs", ps.Procfs)
+	return acc, started, nil
 }
