@@ -1,0 +1,59 @@
+package exposition
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestNamingOptions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		args      []string
+		want      string // Validate's error; "" for none
+		label     string // DCGMFor's hostname label ("" leaves it out)
+		idleFlags []string
+	}{
+		{"prometheus", nil, "", "", nil},
+		{"dcgm", []string{"--naming=dcgm"}, "", HostnameLabel, nil},
+		{"dcgm, lower-case label", []string{"--naming=dcgm", "--naming.hostname-label=hostname"}, "", HostnameLabelLower, nil},
+		{"dcgm, no label", []string{"--naming=dcgm", "--naming.hostname-label=none"}, "", "", nil},
+		{"dcgm flags under prometheus", []string{"--naming.old-namespace", "--naming.xid-count-window=1m"}, "", "", []string{"--naming.old-namespace", "--naming.xid-count-window"}},
+		{"naming", []string{"--naming=dcgm-exporter"}, `--naming: unknown naming "dcgm-exporter"`, "", nil},
+		{"hostname label", []string{"--naming.hostname-label=HOSTNAME"}, "--naming.hostname-label: want Hostname, hostname or none", "", nil},
+		{"xid window", []string{"--naming.xid-count-window=0s"}, "--naming.xid-count-window must be positive", "", nil},
+		{"clock events window", []string{"--naming.clock-events-count-window=-1s"}, "--naming.clock-events-count-window must be positive", "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var o NamingOptions
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := false
+			d := o.DCGMFor(func() string { asked = true; return "node-7" })
+			if d.HostnameLabel != tc.label || asked != (tc.label != "") || (asked && d.Hostname != "node-7") {
+				t.Errorf("DCGMFor: label %q=%q (host name asked: %v), want label %q", d.HostnameLabel, d.Hostname, asked, tc.label)
+			}
+			if idle := o.Idle(fs.Changed); !slices.Equal(idle, tc.idleFlags) {
+				t.Errorf("Idle = %v, want %v", idle, tc.idleFlags)
+			}
+		})
+	}
+}

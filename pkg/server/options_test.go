@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+)
+
+func parseOptions(t *testing.T, args ...string) (*Options, error) {
+	t.Helper()
+	o := &Options{}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o, o.Validate()
+}
+
+func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		want string // "" for none
+	}{
+		{"defaults", nil, ""},
+		{"listen address", []string{"--web.listen-address=nowhere"}, `--web.listen-address "nowhere": want host:port`},
+		{"health address", []string{"--web.health-listen-address=9401"}, `--web.health-listen-address "9401"`},
+		{"telemetry path", []string{"--web.telemetry-path=/healthz"}, `--web.telemetry-path "/healthz" is the exporter's own health endpoint`},
+		{"write timeout", []string{"--web.write-timeout=0s"}, "--web.write-timeout must be positive"},
+		{"shutdown grace", []string{"--web.shutdown-grace=-1s"}, "--web.shutdown-grace must be positive"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o, err := parseOptions(t, tc.args...)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The settings without a flag bound slow clients.
+				if o.ReadHeaderTimeout <= 0 || o.IdleTimeout <= 0 || o.MaxHeaderBytes <= 0 || o.SelfMetricsMaxAge <= 0 || o.ShutdownGrace != 10*time.Second {
+					t.Errorf("defaults %+v", o)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestOptionsOpen(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() }) // the subtests run after this function returns
+	cases := []struct {
+		name string
+		args []string
+		want string // "" for a listening server
+	}{
+		{"listens", []string{"--web.listen-address=127.0.0.1:0"}, ""},
+		{"port in use", []string{"--web.listen-address=" + busy.Addr().String()}, "--web.listen-address " + busy.Addr().String()},
+		{"missing web config", []string{"--web.listen-address=127.0.0.1:0", "--web.config.file=/nonexistent/web.yml"}, "--web.config.file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o, err := parseOptions(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			s, err := o.Open(context.Background(), &fakePages{}, reg, reg, slog.New(slog.DiscardHandler))
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Open: %v, want an error containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Addrs()) != 1 {
+				t.Errorf("listening on %v, want one address", s.Addrs())
+			}
+			s.closeListeners()
+		})
+	}
+}
