@@ -82,8 +82,9 @@ load: build ## Bounded loopback load tests on the 64-GPU scenario: 64 scrapers f
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 64 -duration 10s
 	$(GO) run ./tests/load -bin $(BIN) -scenario scale-64 -clients 1 -scrape-interval 15s -collect-interval 10s -duration 60s
 
-memory: build ## Resident memory and Go heap at start and in steady state under Prometheus-like scraping (gzip, OpenMetrics, every 0.5 s); 3 runs per scenario.
-	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s -max-steady-rss demo=30,scale-64=40
+memory: build ## Resident memory and Go heap at start and in steady state under Prometheus-like scraping (gzip, OpenMetrics, every 0.5 s), binary read from disk; 3 runs per scenario, node_exporter as the reference.
+	$(MAKE) -s -C tests/tools $(TOOLS_BIN)/node_exporter
+	$(GO) run ./tests/memory -bin $(BIN) -scenarios demo,scale-64 -runs 3 -duration 20s -page-cache cold -reference $(TOOLS_BIN)/node_exporter -max-steady-rss demo=30,scale-64=40
 
 soak: ## Long soak: pod churn on every collection for SOAK_DURATION (default 10m), heap must stay flat.
 	SOAK_DURATION=$${SOAK_DURATION:-10m} $(GO) test -count 1 -timeout 0 -v -run TestPodChurnKeepsHeapFlat ./tests/soak

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
@@ -49,6 +51,8 @@ func main() {
 	scrapeEvery := flag.Duration("scrape-interval", 500*time.Millisecond, "time between scrapes")
 	collectEvery := flag.Duration("collect-interval", time.Second, "exporter --collect.interval")
 	maxRSS := flag.String("max-steady-rss", "", "targets: scenario=MiB,... of mean steady-state RSS; exit 1 when one is missed")
+	reference := flag.String("reference", "", "another exporter binary (node_exporter) to measure the same way, as a reference point")
+	pageCache := flag.String("page-cache", "cold", "the binary's page cache before each run: cold (written back and dropped, so the exporter reads its file pages from disk) or as-is")
 	flag.Parse()
 	targets, err := parseTargets(*maxRSS)
 	if err != nil {
@@ -63,19 +67,52 @@ func main() {
 	if *scrapeEvery <= 0 {
 		fail(fmt.Errorf("-scrape-interval must be positive, got %s", *scrapeEvery))
 	}
+	if *pageCache != "cold" && *pageCache != "as-is" {
+		fail(fmt.Errorf("-page-cache must be cold or as-is, got %q", *pageCache))
+	}
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("binary=%s duration=%s scrape-interval=%s collect-interval=%s runs=%d\n", *bin, *duration, *scrapeEvery, *collectEvery, *runs)
+	fmt.Printf("binary=%s page-cache=%s duration=%s scrape-interval=%s collect-interval=%s runs=%d\n", *bin, *pageCache, *duration, *scrapeEvery, *collectEvery, *runs)
 	fmt.Printf("%-10s %-28s %-28s %-28s %-28s %-28s %-28s\n", "scenario", "start_rss_MiB", "steady_rss_MiB", "steady_anon_MiB", "steady_file_MiB", "peak_rss_MiB", "steady_heap_inuse_MiB")
 	var missed []string
+	type row struct {
+		name  string
+		argv  func(addr string) []string
+		ready string // the path that answers 200 once it is ready
+	}
+	var rows []row
 	for _, scn := range strings.Split(*scenarios, ",") {
+		rows = append(rows, row{scn, func(addr string) []string {
+			return []string{abs, "--source=sim", "--sim.scenario=" + scn, "--web.listen-address=" + addr,
+				"--collect.interval=" + collectEvery.String(), "--log.level=warn"}
+		}, "/readyz"})
+	}
+	if *reference != "" {
+		ref, err := filepath.Abs(*reference)
+		if err != nil {
+			fail(err)
+		}
+		// node_exporter with its default collectors, scraped the same way:
+		// what an exporter every node already runs costs on this machine.
+		rows = append(rows, row{filepath.Base(ref), func(addr string) []string {
+			return []string{ref, "--web.listen-address=" + addr, "--log.level=warn"}
+		}, "/metrics"})
+	}
+	for _, r := range rows {
+		scn := r.name
 		var all []measurement
 		for range *runs {
-			m, err := measure(abs, scn, *duration, *scrapeEvery, *collectEvery)
+			argv := r.argv("")
+			if *pageCache == "cold" {
+				if err := dropPageCache(argv[0]); err != nil {
+					fail(err)
+				}
+			}
+			m, err := measure(r.argv, r.ready, *duration, *scrapeEvery)
 			if err != nil {
-				fail(fmt.Errorf("scenario %s: %w", scn, err))
+				fail(fmt.Errorf("%s: %w", scn, err))
 			}
 			all = append(all, m)
 		}
@@ -142,28 +179,52 @@ func spread(v []float64) string {
 	return fmt.Sprintf("%.1f (%.1f–%.1f)", sum/float64(len(v)), slices.Min(v), slices.Max(v))
 }
 
+// dropPageCache writes back the file's dirty pages and drops its pages
+// from the page cache, so that the next start reads them from disk as a
+// node does that pulled the image earlier, whoever wrote the file and how.
+// Without it RssFile depends on the file's history: on the build machine
+// (Linux 6.18, ext4) a binary fresh from the linker, which writes its output
+// through a shared mapping, maps about 3 MiB more file pages than the same
+// bytes after cp or after a read from disk (docs/PERFORMANCE.md).
+func dropPageCache(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("-page-cache=cold: write back %s: %w", path, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("-page-cache=cold: drop %s from the page cache: %w", path, err)
+	}
+	return nil
+}
+
 // measurement is one run, in bytes.
 type measurement struct {
 	startRSS, steadyRSS, steadyAnon, steadyFile, peakRSS, steadyHeap float64
 }
 
-func measure(bin, scenario string, duration, scrapeEvery, collectEvery time.Duration) (measurement, error) {
+// measure starts argv(addr), an exporter listening on addr, waits until
+// readyPath answers, scrapes it for duration and measures it.
+func measure(argv func(addr string) []string, readyPath string, duration, scrapeEvery time.Duration) (measurement, error) {
 	addr, err := testbin.FreeLoopbackAddr()
 	if err != nil {
 		return measurement{}, err
 	}
-	cmd := exec.Command(bin, "--source=sim", "--sim.scenario="+scenario, "--web.listen-address="+addr,
-		"--collect.interval="+collectEvery.String(), "--log.level=warn")
+	args := argv(addr)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return measurement{}, fmt.Errorf("start %s: %w", bin, err)
+		return measurement{}, fmt.Errorf("start %s: %w", args[0], err)
 	}
 	defer func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	}()
 	base := "http://" + addr
-	if err := testbin.WaitReady(base+"/readyz", 30*time.Second); err != nil {
+	if err := testbin.WaitReady(base+readyPath, 30*time.Second); err != nil {
 		return measurement{}, err
 	}
 	pid := cmd.Process.Pid
