@@ -330,7 +330,7 @@ func newTestClock() *testClock {
 	return c
 }
 
-func (c *testClock) Now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // initLib is a mocked NVML whose Init answers ret until the test clears
