@@ -8,7 +8,7 @@ import (
 )
 
 // logCompat notes at start-up what dcgm-exporter's flags did, and naming
-// flags that have no effect.
+// and process accounting flags that have no effect.
 func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
 	use := o.dcgmExporter
 	for _, n := range use.Already {
@@ -19,5 +19,9 @@ func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
 	}
 	if idle := o.naming.Idle(fs.Changed); len(idle) > 0 {
 		logger.Warn("naming flags have no effect with --naming=prometheus", "flags", strings.Join(idle, ","))
+	}
+	if idle, _ := o.processesIdle(fs.Changed); idle {
+		logger.Warn("--collect.processes has no effect with this naming: it has no process accounting families, so process accounting does not run",
+			"naming", o.naming.Name, "collect_processes", o.processes.Processes)
 	}
 }

@@ -94,9 +94,10 @@ func envName(flag string) string {
 }
 
 // validate checks every flag, each package its own, and fills the values
-// derived from them. Each error names its flag. Files (counters, scenario,
-// web config) are checked when they are read, with a deadline.
-func (o *options) validate() error {
+// derived from them; then the checks across packages' flags. Each error
+// names its flag. Files (counters, scenario, web config) are checked when
+// they are read, with a deadline. changed says which flags were given.
+func (o *options) validate(changed func(flag string) bool) error {
 	for _, check := range []func() error{
 		o.web.Validate, o.source.Validate, o.collect.Validate, o.sim.Validate, o.processes.Validate, o.naming.Validate,
 		func() error { return o.kubernetes.Validate(o.collect.Interval) }, o.podLabels.Validate,
@@ -106,7 +107,28 @@ func (o *options) validate() error {
 			return err
 		}
 	}
-	return nil
+	_, err := o.processesIdle(changed)
+	return err
+}
+
+// processesIdle checks --collect.processes against --naming, the one
+// place the two meet. A naming without the process accounting families
+// (exposition.ExportsProcesses: dcgm naming, as dcgm-exporter has none)
+// does not run process accounting. There a given
+// --collect.processes=process is refused: the per-process series it asks
+// for cannot exist. A given container mode changes nothing and is only
+// noted at start (idle, logged by logCompat); the default is silent.
+func (o *options) processesIdle(changed func(flag string) bool) (idle bool, err error) {
+	if exposition.ExportsProcesses(o.naming.Naming) || !changed("collect.processes") {
+		return false, nil
+	}
+	switch o.processes.Mode {
+	case processes.ModeProcess:
+		return false, fmt.Errorf("--collect.processes=process needs --naming=prometheus: --naming=%s has no per-process families and does not run process accounting; drop --collect.processes or use --naming=prometheus", o.naming.Name)
+	case processes.ModeContainer:
+		return true, nil
+	}
+	return false, nil
 }
 
 // parseFlags parses args, then fills every flag not given on the command
@@ -136,7 +158,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, fs, err
 	}
 	o.nodeName = getenv("NODE_NAME")
-	if err := o.validate(); err != nil {
+	if err := o.validate(fs.Changed); err != nil {
 		return o, fs, o.dcgmExporter.Explain(err)
 	}
 	return o, fs, nil

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
@@ -24,7 +25,8 @@ type deviceKey struct {
 // processUsage runs process accounting and turns its result into
 // per-container (and per-process) rows of the sample's entities. A failure
 // is counted (stage "processes") and logged when it starts and ends; the
-// collection goes on with what could be read.
+// collection goes on with what could be read. Accounting unavailable on
+// the node (processes.ErrUnavailable) is no failure.
 func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, want bool) (containers, procs []exposition.ContainerUsage) {
 	if c.cfg.Processes == nil || !want {
 		return nil, nil
@@ -34,6 +36,13 @@ func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, wan
 	pctx, cancel := context.WithDeadline(ctx, c.started.Add(c.cfg.Timeout))
 	defer cancel()
 	devs, err := c.cfg.Processes.Collect(pctx)
+	if errors.Is(err, processes.ErrUnavailable) {
+		// A state of the node (no NVML), not a failed collection: the
+		// accountant reports it (gpu_exporter_process_accounting_available
+		// 0, one warning) and retries with back-off.
+		c.procFailed = false
+		return nil, nil
+	}
 	if err != nil {
 		c.m.errors.WithLabelValues("processes").Inc()
 		if !c.procFailed {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -88,6 +89,34 @@ func TestCollectorProcessAccounting(t *testing.T) {
 	}
 	if !strings.Contains(string(c.Page().Text), `pod="busy"`) {
 		t.Error("partial usage was not rendered")
+	}
+}
+
+// Process accounting unavailable on the node (no NVML: a DCGM-only or CPU
+// node) is a state the accountant reports, not a failed collection: it is
+// not counted nor logged by the collector, however many collections pass.
+// A failure once it works again is counted.
+func TestCollectorProcessAccountingUnavailable(t *testing.T) {
+	t.Parallel()
+	acc := &fakeAccounting{err: fmt.Errorf("%w: nvml init: ERROR_LIBRARY_NOT_FOUND", processes.ErrUnavailable)}
+	c, _, logs := newProcessCollector(t, newFakeSource(1), acc, exposition.NamingPrometheus)
+	for range 3 {
+		if err := c.Collect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := testutil.ToFloat64(c.m.errors.WithLabelValues("processes")); v != 0 {
+		t.Errorf("processes errors = %v while accounting is unavailable, want 0", v)
+	}
+	if strings.Contains(logs.String(), "process accounting failed") {
+		t.Errorf("unavailability logged as a failure:\n%s", logs)
+	}
+	acc.err = errors.New("nvml GPU-0 GetComputeRunningProcesses: ERROR_UNKNOWN")
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(c.m.errors.WithLabelValues("processes")); v != 1 {
+		t.Errorf("processes errors = %v after a failure, want 1", v)
 	}
 }
 

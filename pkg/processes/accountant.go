@@ -132,7 +132,19 @@ type Accountant struct {
 	reg      prometheus.Registerer
 	// logged holds the failure kinds already logged.
 	logged map[string]bool
+	// reached says whether the sampler reached the GPUs at the last
+	// Collect; 0 before the first.
+	reached reach
 }
+
+// reach is whether a sampler reached the GPUs.
+type reach uint8
+
+const (
+	reachUnknown reach = iota
+	reachYes
+	reachNo
+)
 
 // NewAccountant returns an Accountant on sampler. Self-metrics go to reg
 // unless it is nil. Without cfg.Pods it logs once that usage is labelled
@@ -180,8 +192,18 @@ func (a *Accountant) Close() {
 
 // Collect samples every device and attributes its processes. When the
 // sampler fails for some devices, the others are returned with the error.
+// When the sampler is unavailable on this host, the error wraps
+// ErrUnavailable: the accountant reports that state itself (its gauge,
+// one warning per change), and the caller should not count it as a failure.
 func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	devs, err := a.sampler.Sample(ctx)
+	if errors.Is(err, ErrUnavailable) {
+		a.setAvailable(false, err)
+		return nil, err
+	}
+	if err == nil || devs != nil {
+		a.setAvailable(true, nil)
+	}
 	if devs == nil && err != nil {
 		return nil, err
 	}
@@ -194,6 +216,27 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	a.resolver.End()
 	a.m.cached.Set(float64(a.resolver.Cached()))
 	return out, err
+}
+
+// setAvailable sets the gauge and logs a change of availability: once
+// when the sampler becomes unavailable (with how to turn accounting off),
+// once when it is back.
+func (a *Accountant) setAvailable(ok bool, err error) {
+	was := a.reached
+	if ok {
+		a.reached = reachYes
+		a.m.available.Set(1)
+		if was == reachNo {
+			a.logger.Info("GPU process accounting available again")
+		}
+		return
+	}
+	a.reached = reachNo
+	a.m.available.Set(0)
+	if was != reachNo {
+		a.logger.Warn("GPU process accounting unavailable on this node; retried with back-off, not counted as a collection error (--collect.processes=off turns it off)",
+			"err", err, "retry_max", UnavailableRetryMax)
+	}
 }
 
 // attribute sums one device's processes per container.

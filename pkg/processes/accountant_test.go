@@ -3,6 +3,7 @@ package processes
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -265,10 +266,13 @@ func TestAccountantMIGAndPartialFailure(t *testing.T) {
 		devs: []Device{{GPU: 3, UUID: "GPU-3", GPUInstance: 2, MIGUUID: "MIG-x", Processes: []Process{{PID: 10, UsedBytes: 5 << 30, UsedKnown: true}}}},
 		err:  fmt.Errorf("GPU-4: %w", context.DeadlineExceeded),
 	}
-	a, _, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	a, reg, _ := newTestAccountant(t, root, s, ModeContainer, names)
 	got, err := a.Collect(context.Background())
-	if err == nil {
-		t.Error("the sampler's partial failure was not returned")
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		t.Errorf("error = %v; want the sampler's partial failure, a failed collection", err)
+	}
+	if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != 1 {
+		t.Errorf("gpu_exporter_process_accounting_available = %v after a partial failure, want 1", v)
 	}
 	if len(got) != 1 || got[0].GPUInstance != 2 || got[0].MIGUUID != "MIG-x" || got[0].Utilization ||
 		len(got[0].Containers) != 1 || got[0].Containers[0].Pod != "busy" {

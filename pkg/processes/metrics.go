@@ -9,6 +9,7 @@ import (
 )
 
 type metrics struct {
+	available  prometheus.Gauge
 	podNames   prometheus.Gauge
 	cached     prometheus.Gauge
 	unresolved *prometheus.CounterVec
@@ -16,6 +17,10 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		available: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpu_exporter_process_accounting_available",
+			Help: "Whether process accounting reaches the GPUs' processes (1), or cannot because NVML's library is missing or does not initialise on this node (0: retried with back-off, not counted as collection errors); 0 until the first collection.",
+		}),
 		podNames: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_process_accounting_pod_names",
 			Help: "Whether process accounting names containers through the Kubernetes API (1) or, without API access, labels GPU usage with pod_uid and container_id only (0).",
@@ -39,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.podNames, m.cached, m.unresolved}
+	return []prometheus.Collector{m.available, m.podNames, m.cached, m.unresolved}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {

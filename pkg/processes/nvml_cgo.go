@@ -42,6 +42,12 @@ type NVMLSampler struct {
 	// lastSeen is, per device UUID, the newest utilization sample read:
 	// the next read asks for newer ones only.
 	lastSeen map[string]uint64
+	// initErr is the last failed Init (wrapping ErrUnavailable), returned
+	// without calling Init again until retryAt; initWait is the wait that
+	// led to retryAt. All three are touched by worker jobs only.
+	initErr  error
+	retryAt  time.Time
+	initWait time.Duration
 }
 
 // nvmlDevice is a device listed by the last scan.
@@ -63,7 +69,9 @@ type NVMLConfig struct {
 }
 
 // NewNVML returns a sampler; NVML is initialised on the first Sample, and
-// again after a failure of the whole library.
+// again after a failure of the whole library. While initialisation fails,
+// Sample returns an error wrapping ErrUnavailable and retries with
+// back-off.
 func NewNVML(cfg NVMLConfig) (*NVMLSampler, error) {
 	if cfg.CallTimeout < 0 || cfg.Rescan < 0 {
 		return nil, errors.New("processes: NVML call timeout and rescan interval must not be negative")
@@ -112,18 +120,12 @@ func (s *NVMLSampler) shutdown() {
 
 // sample runs on the worker.
 func (s *NVMLSampler) sample() ([]Device, error) {
-	if !s.inited {
-		if ret := s.lib.Init(); ret != nvml.SUCCESS {
-			if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
-				return nil, fmt.Errorf("nvml init: %w: process accounting reads libnvidia-ml.so.1 beside any source; --collect.processes=off turns it off", ret)
-			}
-			return nil, fmt.Errorf("nvml init: %w", ret)
-		}
-		s.inited = true
-		s.devs = nil
-		s.hasMPS = hasSymbol(s.lib, "nvmlDeviceGetMPSComputeRunningProcesses")
-	}
 	now := s.now()
+	if !s.inited {
+		if err := s.init(now); err != nil {
+			return nil, err
+		}
+	}
 	if s.devs == nil || now.Sub(s.scanned) >= s.cfg.Rescan {
 		devs, err := s.scan()
 		if err != nil {
@@ -149,6 +151,35 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 		s.devs = nil // a device may be gone or reconfigured: list them again
 	}
 	return out, errors.Join(errs...)
+}
+
+// init initialises NVML, or returns why it cannot, wrapping
+// ErrUnavailable. go-nvml's Init answers ERROR_LIBRARY_NOT_FOUND when
+// libnvidia-ml.so.1 cannot be opened (go-nvml v0.13 pkg/nvml/init.go,
+// library.Init); nvmlInit_v2 answers DRIVER_NOT_LOADED without a running
+// driver, NO_PERMISSION without access to it, UNKNOWN otherwise (NVML API
+// reference, Initialization and Cleanup). Each is a state of the host
+// that one more call per collection would not change: the next attempt
+// waits UnavailableRetry, doubling up to UnavailableRetryMax.
+func (s *NVMLSampler) init(now time.Time) error {
+	if s.initErr != nil && now.Before(s.retryAt) {
+		return s.initErr
+	}
+	ret := s.lib.Init()
+	if ret == nvml.SUCCESS {
+		s.inited, s.initErr, s.initWait = true, nil, 0
+		s.devs = nil
+		s.hasMPS = hasSymbol(s.lib, "nvmlDeviceGetMPSComputeRunningProcesses")
+		return nil
+	}
+	s.initWait = min(max(2*s.initWait, UnavailableRetry), UnavailableRetryMax)
+	s.retryAt = now.Add(s.initWait)
+	if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+		s.initErr = fmt.Errorf("%w: nvml init: %w: libnvidia-ml.so.1, which process accounting reads beside any source, cannot be loaded", ErrUnavailable, ret)
+	} else {
+		s.initErr = fmt.Errorf("%w: nvml init: %w", ErrUnavailable, ret)
+	}
+	return s.initErr
 }
 
 // scan lists the GPUs and, for GPUs in MIG mode, their MIG devices in

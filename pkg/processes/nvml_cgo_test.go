@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -301,8 +303,8 @@ func TestNVMLSamplerDeviceFailure(t *testing.T) {
 	m := newMockNVML(bad, good)
 	s := newTestSampler(t, m)
 	devs, err := s.Sample(context.Background())
-	if !errors.Is(err, nvml.ERROR_UNKNOWN) {
-		t.Fatalf("error = %v, want the failing device's", err)
+	if !errors.Is(err, nvml.ERROR_UNKNOWN) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("error = %v, want the failing device's, not unavailability", err)
 	}
 	if len(devs) != 1 || devs[0].UUID != "GPU-1" {
 		t.Fatalf("devices = %+v; want the readable GPU", devs)
@@ -319,43 +321,81 @@ func TestNVMLSamplerDeviceFailure(t *testing.T) {
 	}
 }
 
-func TestNVMLSamplerWithoutLibrary(t *testing.T) {
-	t.Parallel()
-	lib := newMockNVML().lib()
-	lib.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
-	s, err := NewNVML(NVMLConfig{Library: lib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = s.Sample(context.Background())
-	if !errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND) || !strings.Contains(err.Error(), "--collect.processes=off") {
-		t.Errorf("error = %v; want the missing library and how to turn accounting off", err)
-	}
+// testClock is a clock the test moves; the sampler reads it on its worker.
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
 }
 
-func TestNVMLSamplerInitFailure(t *testing.T) {
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// initLib is a mocked NVML whose Init answers ret until the test clears
+// it, and counts its calls.
+type initLib struct {
+	*mock.Interface
+	ret   atomic.Int32
+	calls atomic.Int32
+}
+
+func newInitLib(m *mockNVML, ret nvml.Return) *initLib {
+	l := &initLib{Interface: m.lib()}
+	l.ret.Store(int32(ret))
+	l.InitFunc = func() nvml.Return {
+		l.calls.Add(1)
+		return nvml.Return(l.ret.Load())
+	}
+	return l
+}
+
+// A node without NVML (no libnvidia-ml.so.1: go-nvml's Init answers
+// LIBRARY_NOT_FOUND), or where nvmlInit_v2 fails (no driver, no
+// permission, NVML API reference: Initialization and Cleanup): Sample
+// reports the sampler unavailable, calls Init again only after a back-off
+// that doubles up to UnavailableRetryMax, and works once the driver is
+// there.
+func TestNVMLSamplerUnavailable(t *testing.T) {
 	t.Parallel()
-	m := newMockNVML(&mockGPU{uuid: "GPU-0"})
-	lib := m.lib()
-	fails := true
-	lib.InitFunc = func() nvml.Return {
-		if fails {
-			return nvml.ERROR_DRIVER_NOT_LOADED
-		}
-		return nvml.SUCCESS
-	}
-	s, err := NewNVML(NVMLConfig{Library: lib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Sample(context.Background()); !errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED) {
-		t.Fatalf("error = %v", err)
-	}
-	fails = false // Sample calls run one at a time on the worker, after this write
-	if devs, err := s.Sample(context.Background()); err != nil || len(devs) != 1 {
-		t.Fatalf("after the driver loaded: %+v, %v", devs, err)
+	for _, ret := range []nvml.Return{nvml.ERROR_LIBRARY_NOT_FOUND, nvml.ERROR_DRIVER_NOT_LOADED, nvml.ERROR_NO_PERMISSION, nvml.ERROR_UNKNOWN} {
+		t.Run(ret.String(), func(t *testing.T) {
+			t.Parallel()
+			lib := newInitLib(newMockNVML(&mockGPU{uuid: "GPU-0"}), ret)
+			s, err := NewNVML(NVMLConfig{Library: lib})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			clock := newTestClock()
+			s.now = clock.Now
+			sample := func(wantCalls int32) {
+				t.Helper()
+				_, err := s.Sample(context.Background())
+				if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ret) {
+					t.Fatalf("error = %v; want it to wrap ErrUnavailable and %s", err, ret)
+				}
+				if got := lib.calls.Load(); got != wantCalls {
+					t.Fatalf("Init called %d times, want %d", got, wantCalls)
+				}
+			}
+			sample(1)
+			calls := int32(1)
+			for _, wait := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute} {
+				clock.Advance(wait - time.Second)
+				sample(calls) // within the back-off: no call
+				clock.Advance(time.Second)
+				calls++
+				sample(calls)
+			}
+			lib.ret.Store(int32(nvml.SUCCESS)) // the driver is installed
+			clock.Advance(UnavailableRetryMax)
+			devs, err := s.Sample(context.Background())
+			if err != nil || len(devs) != 1 {
+				t.Fatalf("after the driver came: %+v, %v", devs, err)
+			}
+		})
 	}
 }
 
@@ -405,5 +445,46 @@ func TestNVMLSamplerUtilizationGrowsBetweenCalls(t *testing.T) {
 	devs, err = s.Sample(context.Background())
 	if err != nil || !devs[0].Utilization || devs[0].Processes[0].SM != 30 {
 		t.Fatalf("next read = %+v, %v; want GPU-0's samples", devs, err)
+	}
+}
+
+// Process accounting on a node without NVML says so once and in its gauge,
+// returns ErrUnavailable (which the collector does not count), and starts
+// working when the driver comes: the GPU operator installs it after the
+// exporter started.
+func TestAccountantWithoutNVML(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	lib := newInitLib(newMockNVML(&mockGPU{uuid: "GPU-0"}), nvml.ERROR_LIBRARY_NOT_FOUND)
+	s, err := NewNVML(NVMLConfig{Library: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	clock := newTestClock()
+	s.now = clock.Now
+	a, reg, logs := newTestAccountant(t, root, s, ModeContainer, names)
+	for range 3 {
+		if _, err := a.Collect(context.Background()); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Collect: %v, want ErrUnavailable", err)
+		}
+		clock.Advance(10 * time.Second)
+	}
+	if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != 0 {
+		t.Errorf("gpu_exporter_process_accounting_available = %v, want 0", v)
+	}
+	if n := strings.Count(logs.String(), "GPU process accounting unavailable"); n != 1 || !strings.Contains(logs.String(), "--collect.processes=off") {
+		t.Errorf("unavailability logged %d times, want once with how to turn it off:\n%s", n, logs)
+	}
+	lib.ret.Store(int32(nvml.SUCCESS))
+	clock.Advance(UnavailableRetry)
+	if devs, err := a.Collect(context.Background()); err != nil || len(devs) != 1 {
+		t.Fatalf("after the driver came: %+v, %v", devs, err)
+	}
+	if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != 1 {
+		t.Errorf("gpu_exporter_process_accounting_available = %v after the driver came, want 1", v)
+	}
+	if !strings.Contains(logs.String(), "GPU process accounting available again") {
+		t.Errorf("recovery not logged:\n%s", logs)
 	}
 }

@@ -19,7 +19,7 @@ type Options struct {
 
 // AddFlags declares the process accounting flags on fs, bound to o.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Processes, "collect.processes", "container", "Per-process GPU accounting for shared GPUs (time-slicing, MPS): container (gpu_container_* per pod and container), process (also gpu_process_* per PID) or off. Needs the host's PIDs: hostPID and --path.procfs; Prometheus naming only.")
+	fs.StringVar(&o.Processes, "collect.processes", "container", "Per-process GPU accounting for shared GPUs (time-slicing, MPS): container (gpu_container_* per pod and container), process (also gpu_process_* per PID) or off. Needs the host's PIDs: hostPID and --path.procfs. Prometheus naming only: with --naming=dcgm process accounting does not run, and process is refused.")
 	fs.StringVar(&o.Procfs, "path.procfs", "/proc", "procfs mountpoint where process accounting reads the cgroup and stat files of GPU processes: the host's /proc (with hostPID, the container's /proc is the host's).")
 }
 

@@ -2,7 +2,26 @@ package processes
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"time"
+)
+
+// ErrUnavailable is wrapped by the error of a Sample that could not reach
+// the GPUs at all because the host lacks what the sampler needs: NVML's
+// library cannot be loaded or initialised (no driver, a DCGM-only or CPU
+// node). It is a state, not a failed collection: the sampler retries on
+// its own, first UnavailableRetry after the failure, then at doubling
+// intervals up to UnavailableRetryMax, and returns the same error in
+// between without calling the library.
+var ErrUnavailable = errors.New("processes: sampler unavailable on this node")
+
+// The back-off of a sampler that is unavailable: a driver installed after
+// the exporter started (the GPU operator's) is picked up within
+// UnavailableRetryMax.
+const (
+	UnavailableRetry    = 30 * time.Second
+	UnavailableRetryMax = 5 * time.Minute
 )
 
 // Sampler lists, once per collection, the processes on every GPU and MIG
