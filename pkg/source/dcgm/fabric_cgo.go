@@ -73,7 +73,8 @@ func (f *fabricTopology) fingerprint() string {
 // per Config.FabricInterval; in between it returns the last answer. A DCGM
 // without NVSwitch support (no NvSwitch module, no NVLink) has an empty
 // fabric, logged once. A failed link status call keeps the links of the
-// last one that worked, their states stale (see linkStatusFailed): links
+// last one that worked, their states stale (see linkStatusFailed), and a
+// failed switch list the switches of the last one: links and switches
 // leave the inventory only when a call that works no longer lists them.
 func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	if s.fabric != nil && s.now().Sub(s.fabric.at) < s.cfg.FabricInterval {
@@ -87,11 +88,24 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	switch {
 	case errors.As(err, &ce):
 		return nil, err
+	case err != nil && s.fabric != nil && len(s.fabric.switches) > 0:
+		// DCGM listed switches before: not a node without NVSwitch. The
+		// switches stay, and so do their ports (links are kept only on
+		// a listed switch).
+		s.fabricErrors++
+		s.switchesFailing = true
+		s.logs.Warn("dcgm/switches", "dcgm NVSwitch list failed; the switches stay until it works",
+			"err", err, "switches", len(s.fabric.switches))
+		f.switches = s.fabric.switches
 	case err != nil:
 		if s.first("switches") {
 			s.log.Info("dcgm lists no NVSwitches", "err", err)
 		}
 	default:
+		if s.switchesFailing {
+			s.switchesFailing = false
+			s.log.Info("dcgm NVSwitch list works again", "switches", len(switches))
+		}
 		f.switches = slices.Sorted(slices.Values(switches))
 	}
 	links, err := call(ctx, s.w, "GetNvLinkLinkStatus", godcgm.GetNvLinkLinkStatus)

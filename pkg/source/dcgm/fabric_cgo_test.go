@@ -332,3 +332,54 @@ func TestLinkStatusFailureKeepsLinks(t *testing.T) {
 		t.Errorf("after a status that lists no link 1 of GPU 1: entities %v", got)
 	}
 }
+
+// A failed NVSwitch list, once DCGM listed switches, keeps the switches
+// and their ports (the same inventory) and counts the failure; a node
+// that never listed one (no NvSwitch module) counts nothing.
+func TestSwitchListFailureKeepsSwitches(t *testing.T) {
+	cases := []struct {
+		name       string
+		state      func() fakedcgm.State
+		wantErrors int
+	}{
+		{"switches listed before", fabricNode, 1},
+		{"no switch ever listed", func() fakedcgm.State {
+			s := fabricNode()
+			s.Switches = nil
+			return s
+		}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fabricConfig()
+			h := start(t, tc.state(), cfg)
+			h.watch("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")
+			clock := time.Now()
+			h.src.mu.Lock()
+			h.src.now = func() time.Time { return clock }
+			h.src.fabricReadAt, h.src.fabric.at = clock, clock
+			h.src.mu.Unlock()
+			next := func(state fakedcgm.State) *source.Sample {
+				t.Helper()
+				h.env.Write(t, state)
+				h.src.mu.Lock()
+				clock = clock.Add(cfg.FabricInterval)
+				h.src.mu.Unlock()
+				return h.read()
+			}
+			inv := next(tc.state()).Inventory
+			failing := tc.state()
+			failing.Faults = []fakedcgm.Fault{{Func: "dcgmGetEntityGroupEntities", Code: fakedcgm.StNVMLError}}
+			s := next(failing)
+			if s.Inventory != inv {
+				t.Errorf("inventory changed from %v to %v", keys(inv), keys(s.Inventory))
+			}
+			if s.FabricErrors != tc.wantErrors {
+				t.Errorf("%d fabric errors, want %d", s.FabricErrors, tc.wantErrors)
+			}
+			if s = next(tc.state()); s.Inventory != inv || s.FabricErrors != 0 {
+				t.Errorf("after it works again: inventory %v, %d fabric errors", keys(s.Inventory), s.FabricErrors)
+			}
+		})
+	}
+}
