@@ -260,14 +260,16 @@ type plan struct {
 	dropped  []fields.Field
 }
 
-// fabricStep reports whether a step gives a fabric field of set.
+// fabricStep reports whether a step gives only fabric fields of set: a
+// step that also gives another field is read on every Read (its fabric
+// columns are then repeated over all the same).
 func fabricStep(set []fields.Field, cols []int) bool {
 	for _, c := range cols {
-		if c >= 0 && set[c].Fabric {
-			return true
+		if c >= 0 && !set[c].Fabric {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // makePlan maps a field set onto NVML calls.
