@@ -274,6 +274,10 @@ func (c *Collector) collect(ctx context.Context) error {
 	}
 	t1 := time.Now()
 	c.m.stages[stageRead].Observe(t1.Sub(t0).Seconds())
+	if s.FabricErrors > 0 {
+		// The source kept the links it knew; the collection goes on.
+		c.m.errors.WithLabelValues("fabric").Add(float64(s.FabricErrors))
+	}
 	s = c.filter.apply(s)
 	if s.Inventory != c.lastInv {
 		if c.lastInv != nil {

@@ -30,6 +30,7 @@ type fakeSource struct {
 	err     error
 	block   chan struct{} // when non-nil, Read waits on it, ignoring ctx
 	xids    []source.XIDEvent
+	fabric  int // Sample.FabricErrors of the next Read
 	reads   atomic.Int64
 	watches atomic.Int64
 }
@@ -61,8 +62,8 @@ func (f *fakeSource) Watch(_ context.Context, set []fields.Field) error {
 func (f *fakeSource) Read(ctx context.Context) (*source.Sample, error) {
 	f.reads.Add(1)
 	f.mu.Lock()
-	block, err, inv, set, xids := f.block, f.err, f.inv, f.set, f.xids
-	f.xids = nil
+	block, err, inv, set, xids, fabric := f.block, f.err, f.inv, f.set, f.xids, f.fabric
+	f.xids, f.fabric = nil, 0
 	f.mu.Unlock()
 	if block != nil {
 		<-block
@@ -77,6 +78,7 @@ func (f *fakeSource) Read(ctx context.Context) (*source.Sample, error) {
 		}
 	}
 	s.XIDs = xids
+	s.FabricErrors = fabric
 	return s, nil
 }
 func (f *fakeSource) Close() error { return nil }
@@ -238,6 +240,36 @@ func TestWatchOnceAndAgainAfterSetFields(t *testing.T) {
 	}
 	if bytes.Contains(c.Page().Text, []byte("gpu_temperature_celsius")) {
 		t.Error("field removed from the set is still exported")
+	}
+}
+
+// A fabric read the source reports failed (Sample.FabricErrors) is counted
+// in collection_errors_total{stage="fabric"}; the collection succeeds.
+func TestFabricErrorsCounted(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(1)
+	c, _ := newTestCollector(t, src, nil, time.Second)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		errors      int
+		wantCounted float64
+	}{
+		{"no failure", 0, 0},
+		{"one failure", 1, 1},
+		{"none since", 0, 1},
+		{"two failures in one sample", 2, 3},
+	} {
+		src.update(func(f *fakeSource) { f.fabric = tc.errors })
+		if err := c.Collect(ctx); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := testutil.ToFloat64(c.m.errors.WithLabelValues("fabric")); got != tc.wantCounted {
+			t.Errorf("%s: errors_total{stage=fabric} = %v, want %v", tc.name, got, tc.wantCounted)
+		}
+		if testutil.ToFloat64(c.m.up) != 1 || testutil.ToFloat64(c.m.errors.WithLabelValues("read")) != 0 {
+			t.Errorf("%s: a fabric failure failed the collection", tc.name)
+		}
 	}
 }
 

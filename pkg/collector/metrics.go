@@ -55,7 +55,7 @@ func newMetrics(sourceName string) *metrics {
 			Name: "gpu_exporter_collections_total", Help: "Collections attempted.",
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gpu_exporter_collection_errors_total", Help: "Failed collections, by the stage that failed (watch, read, timeout), and failed health checks (health) and process accounting (processes).",
+			Name: "gpu_exporter_collection_errors_total", Help: "Failed collections, by the stage that failed (watch, read, timeout), and failed health checks (health), process accounting (processes) and NVLink fabric reads (fabric).",
 		}, []string{"stage"}),
 		series: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_series", Help: "GPU series on the current page.",
@@ -71,7 +71,7 @@ func newMetrics(sourceName string) *metrics {
 			Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees, by reason (malformed, unsupported_form, unknown_gpu).",
 		}, []string{"reason"}),
 	}
-	for _, stage := range []string{"watch", "read", "timeout", "health", "processes"} {
+	for _, stage := range []string{"watch", "read", "timeout", "health", "processes", "fabric"} {
 		m.errors.WithLabelValues(stage)
 	}
 	m.jobsUnmatched = prometheus.NewGauge(prometheus.GaugeOpts{

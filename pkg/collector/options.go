@@ -32,7 +32,7 @@ type Options struct {
 // AddFlags declares the --collect.* flags on fs, bound to o.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Interval, "collect.interval", 10*time.Second, "Time between two collections from the GPU source (at least 100ms).")
-	fs.DurationVar(&o.FabricInterval, "collect.nvlink-interval", 30*time.Second, "Time between two updates of the NVLink, NVSwitch and fabric manager fields with the DCGM source (a field group of their own) and the simulator, at least 100ms; links multiply series, so they are sampled less often than the GPUs. The NVML source reads link state and counters at every collection.")
+	fs.DurationVar(&o.FabricInterval, "collect.nvlink-interval", 30*time.Second, "Time between two updates of the NVLink, NVSwitch and fabric manager fields and the NVLink states (DCGM: a field group of their own; NVML: the link and fabric calls; the simulator), at least 100ms; links multiply series and NVML calls, so they are sampled less often than the GPUs, and collections in between repeat the last values.")
 	fs.DurationVar(&o.Timeout, "collect.timeout", 0, "Longest time one collection may take before it counts as failed, at most the collect interval (0: the collect interval).")
 	fs.StringVar(&o.CountersFile, "collect.counters", "", "Counters file listing the fields to collect, dcgm-exporter CSV format (empty: the built-in default set). Reloaded on SIGHUP.")
 	fs.IntVar(&o.MaxSeries, "collect.max-series", 0, "Most GPU series on one page; the excess is dropped and counted (0: no limit).")

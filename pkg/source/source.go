@@ -226,6 +226,11 @@ type Sample struct {
 	// (LinkUnknown on other rows); nil when the source reports no link
 	// state.
 	LinkStates []LinkState
+	// FabricErrors counts the reads of the NVLink fabric's inventory and
+	// state that failed since the previous sample without failing the
+	// Read: the source kept the links it knew, without their states. The
+	// collector counts them in gpu_exporter_collection_errors_total{stage="fabric"}.
+	FabricErrors int
 }
 
 // LinkState is the state of an NVLink, as DCGM's dcgmNvLinkLinkState_t

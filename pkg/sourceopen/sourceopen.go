@@ -34,7 +34,8 @@ type Config struct {
 	// CollectTimeout bounds one collection, and so each DCGM or NVML call.
 	Interval, CollectTimeout time.Duration
 	// FabricInterval is the watch period of the NVLink, NVSwitch and
-	// fabric manager fields (DCGM); 0 is Interval.
+	// fabric manager fields (DCGM), the time between two reads of the
+	// links and fabric fields (NVML); 0 is Interval.
 	FabricInterval time.Duration
 	// GPUs selects GPU indices; empty is every GPU.
 	GPUs []int
@@ -117,7 +118,7 @@ func callTimeout(cfg Config) time.Duration {
 }
 
 func (o *Opened) openNVML(cfg Config, logger *slog.Logger) error {
-	src, err := nvml.New(nvml.Config{CallTimeout: callTimeout(cfg), GPUs: cfg.GPUs}, logger)
+	src, err := nvml.New(nvml.Config{CallTimeout: callTimeout(cfg), GPUs: cfg.GPUs, FabricInterval: cfg.FabricInterval}, logger)
 	if err != nil {
 		return fmt.Errorf("--source=nvml: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 const (
 	StGenericError          = -3
 	StNotSupported          = -6
+	StNVMLError             = -8
 	StTimeout               = -11
 	StNoData                = -14
 	StNotWatched            = -16

@@ -49,6 +49,11 @@ type fabricTopology struct {
 	switches []uint
 	links    []godcgm.NvLinkStatus
 	at       time.Time
+	// statesStale says the last dcgmGetNvLinkLinkStatus failed: links are
+	// those of the last call that worked, kept so that the links stay in
+	// the inventory (their fields are still read), and their states are
+	// out of date, so none is reported (linkStates).
+	statesStale bool
 }
 
 // fingerprint names the fabric's entities, not the links' states: a link
@@ -67,7 +72,10 @@ func (f *fabricTopology) fingerprint() string {
 // loadFabric asks DCGM for the NVSwitches and link states, at most once
 // per Config.FabricInterval; in between it returns the last answer. A DCGM
 // without NVSwitch support (no NvSwitch module, no NVLink) has an empty
-// fabric, logged once.
+// fabric, logged once. A failed link status call keeps the links of the
+// last one that worked, their states stale (see linkStatusFailed), and a
+// failed switch list the switches of the last one: links and switches
+// leave the inventory only when a call that works no longer lists them.
 func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	if s.fabric != nil && s.now().Sub(s.fabric.at) < s.cfg.FabricInterval {
 		return s.fabric, nil
@@ -80,11 +88,24 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	switch {
 	case errors.As(err, &ce):
 		return nil, err
+	case err != nil && s.fabric != nil && len(s.fabric.switches) > 0:
+		// DCGM listed switches before: not a node without NVSwitch. The
+		// switches stay, and so do their ports (links are kept only on
+		// a listed switch).
+		s.fabricErrors++
+		s.switchesFailing = true
+		s.logs.Warn("dcgm/switches", "dcgm NVSwitch list failed; the switches stay until it works",
+			"err", err, "switches", len(s.fabric.switches))
+		f.switches = s.fabric.switches
 	case err != nil:
 		if s.first("switches") {
 			s.log.Info("dcgm lists no NVSwitches", "err", err)
 		}
 	default:
+		if s.switchesFailing {
+			s.switchesFailing = false
+			s.log.Info("dcgm NVSwitch list works again", "switches", len(switches))
+		}
 		f.switches = slices.Sorted(slices.Values(switches))
 	}
 	links, err := call(ctx, s.w, "GetNvLinkLinkStatus", godcgm.GetNvLinkLinkStatus)
@@ -92,9 +113,10 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	case errors.As(err, &ce):
 		return nil, err
 	case err != nil:
-		if s.first("nvlink-status") {
-			s.log.Warn("dcgm NVLink status unavailable; NVLinks not reported", "err", err)
-		}
+		links, f.statesStale = s.linkStatusFailed(err)
+	case s.nvlinkFailing:
+		s.nvlinkFailing = false
+		s.log.Info("dcgm NVLink status works again", "links", len(links))
 	}
 	for _, l := range links {
 		if l.State == godcgm.LS_NOT_SUPPORTED {
@@ -107,6 +129,26 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	}
 	s.fabric = f
 	return f, nil
+}
+
+// linkStatusFailed handles a dcgmGetNvLinkLinkStatus that failed without
+// losing the connection. The failure is counted
+// (gpu_exporter_collection_errors_total{stage="fabric"}) and logged at
+// most once a minute. It returns the links of the last fabric, which stay
+// in the inventory so that their series do not flap for one interval;
+// their states are stale (DCGM did not tell them now), and a state the
+// source cannot tell is not exported, as the design never presents an old
+// value as fresh. Without an earlier fabric there is nothing to keep.
+func (s *Source) linkStatusFailed(err error) (kept []godcgm.NvLinkStatus, stale bool) {
+	s.fabricErrors++
+	s.nvlinkFailing = true
+	if s.fabric == nil || len(s.fabric.links) == 0 {
+		s.logs.Warn("dcgm/nvlink-status", "dcgm NVLink status unavailable; NVLinks not reported", "err", err)
+		return nil, false
+	}
+	s.logs.Warn("dcgm/nvlink-status", "dcgm NVLink status read failed; the links stay, without their states until it works",
+		"err", err, "links", len(s.fabric.links))
+	return s.fabric.links, true
 }
 
 // linkState translates DCGM's link state (dcgm_structs.h
@@ -261,9 +303,9 @@ func normalBus(id string) string {
 }
 
 // linkStates returns the state of each NVLink row of the inventory, from
-// the last link status DCGM gave.
+// the last link status DCGM gave; none while that is stale.
 func (s *Source) linkStates() []source.LinkState {
-	if s.fabric == nil || len(s.fabric.links) == 0 {
+	if s.fabric == nil || len(s.fabric.links) == 0 || s.fabric.statesStale {
 		return nil
 	}
 	byRef := make(map[uint64]source.LinkState, len(s.fabric.links))

@@ -227,3 +227,159 @@ func TestNVLinkHealth(t *testing.T) {
 		t.Errorf("incidents %+v, want %+v", got, want)
 	}
 }
+
+// One failed dcgmGetNvLinkLinkStatus keeps the links in the inventory (the
+// same inventory, so nothing is re-watched and their series stay) with
+// fresh field values and no states, counts each failure once in the
+// sample and logs at most once a minute; the next call that works brings
+// the states back, and only a call that works and no longer lists a link
+// drops it.
+func TestLinkStatusFailureKeepsLinks(t *testing.T) {
+	cfg := fabricConfig()
+	h := start(t, fabricNode(), cfg)
+	h.watch("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
+	h.readUntil("link values", func(s *source.Sample) bool {
+		_, ok := value(t, s, "link:1:1", 409).Number()
+		return ok
+	})
+	clock := time.Now()
+	h.src.mu.Lock()
+	h.src.now = func() time.Time { return clock }
+	h.src.fabricReadAt, h.src.fabric.at = clock, clock
+	h.src.mu.Unlock()
+	// next reads after the fabric interval has passed, on state.
+	next := func(state fakedcgm.State) *source.Sample {
+		t.Helper()
+		h.env.Write(t, state)
+		h.src.mu.Lock()
+		clock = clock.Add(cfg.FabricInterval)
+		h.src.mu.Unlock()
+		return h.read()
+	}
+	stateOf := func(s *source.Sample, key string) source.LinkState {
+		t.Helper()
+		for e := range s.Inventory.Entities {
+			if s.Inventory.Entities[e].Key() == key {
+				return s.LinkState(e)
+			}
+		}
+		t.Fatalf("entity %s not in sample", key)
+		return source.LinkUnknown
+	}
+	const failed = "dcgm NVLink status read failed; the links stay, without their states until it works"
+	failing := func(crc int64) fakedcgm.State {
+		s := fabricNode()
+		s.Faults = []fakedcgm.Fault{{Func: "dcgmGetNvLinkLinkStatus", Code: fakedcgm.StNVMLError}}
+		s.Values = append(s.Values, fakedcgm.Int(fakedcgm.EntityLink, fakedcgm.GPULink(1, 1), 409, crc))
+		return s
+	}
+	recovered := fabricNode()
+	recovered.LinkStates = nil // GPU 1's link 1 is up again
+
+	ok := next(fabricNode())
+	inv := ok.Inventory
+	if ok.FabricErrors != 0 || stateOf(ok, "link:1:1") != source.LinkDown || stateOf(ok, "link:0:0") != source.LinkUp {
+		t.Fatalf("before the failure: %d fabric errors, link 1:1 state %d, link 0:0 state %d",
+			ok.FabricErrors, stateOf(ok, "link:1:1"), stateOf(ok, "link:0:0"))
+	}
+	steps := []struct {
+		name   string
+		sample func() *source.Sample
+		errors int
+		crc    int64
+		states map[string]source.LinkState
+		logs   int
+	}{
+		{"first failure", func() *source.Sample { return next(failing(1300)) }, 1, 1300,
+			map[string]source.LinkState{"link:0:0": source.LinkUnknown, "link:1:1": source.LinkUnknown, "swlink:0:1": source.LinkUnknown}, 1},
+		{"before the next fabric interval", h.read, 0, 1300,
+			map[string]source.LinkState{"link:1:1": source.LinkUnknown}, 1},
+		{"second failure, not logged again within the minute", func() *source.Sample { return next(failing(1400)) }, 1, 1400,
+			map[string]source.LinkState{"link:1:1": source.LinkUnknown}, 1},
+		{"works again", func() *source.Sample { return next(recovered) }, 0, 1234,
+			map[string]source.LinkState{"link:0:0": source.LinkUp, "link:1:1": source.LinkUp, "swlink:0:1": source.LinkUp}, 1},
+	}
+	for _, st := range steps {
+		s := st.sample()
+		if s.Inventory != inv {
+			t.Errorf("%s: inventory changed to %v", st.name, keys(s.Inventory))
+			inv = s.Inventory
+		}
+		if s.FabricErrors != st.errors {
+			t.Errorf("%s: %d fabric errors in the sample, want %d", st.name, s.FabricErrors, st.errors)
+		}
+		if got := value(t, s, "link:1:1", 409); got != source.IntValue(st.crc) {
+			t.Errorf("%s: link 1:1 CRC errors %+v, want the fresh %d", st.name, got, st.crc)
+		}
+		for k, want := range st.states {
+			if got := stateOf(s, k); got != want {
+				t.Errorf("%s: %s state %d, want %d", st.name, k, got, want)
+			}
+		}
+		if n := h.log.count(failed); n != st.logs {
+			t.Errorf("%s: %d lines %q, want %d", st.name, n, failed, st.logs)
+		}
+	}
+	if n := h.log.count("dcgm NVLink status works again"); n != 1 {
+		t.Errorf("%d lines saying the NVLink status works again, want 1", n)
+	}
+
+	fewer := fabricNode()
+	fewer.GPUs[1].NVLinks = 1
+	fewer.LinkStates = nil
+	got := keys(next(fewer).Inventory)
+	if slices.Contains(got, "link:1:1") || !slices.Contains(got, "link:1:0") {
+		t.Errorf("after a status that lists no link 1 of GPU 1: entities %v", got)
+	}
+}
+
+// A failed NVSwitch list, once DCGM listed switches, keeps the switches
+// and their ports (the same inventory) and counts the failure; a node
+// that never listed one (no NvSwitch module) counts nothing.
+func TestSwitchListFailureKeepsSwitches(t *testing.T) {
+	cases := []struct {
+		name       string
+		state      func() fakedcgm.State
+		wantErrors int
+	}{
+		{"switches listed before", fabricNode, 1},
+		{"no switch ever listed", func() fakedcgm.State {
+			s := fabricNode()
+			s.Switches = nil
+			return s
+		}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fabricConfig()
+			h := start(t, tc.state(), cfg)
+			h.watch("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")
+			clock := time.Now()
+			h.src.mu.Lock()
+			h.src.now = func() time.Time { return clock }
+			h.src.fabricReadAt, h.src.fabric.at = clock, clock
+			h.src.mu.Unlock()
+			next := func(state fakedcgm.State) *source.Sample {
+				t.Helper()
+				h.env.Write(t, state)
+				h.src.mu.Lock()
+				clock = clock.Add(cfg.FabricInterval)
+				h.src.mu.Unlock()
+				return h.read()
+			}
+			inv := next(tc.state()).Inventory
+			failing := tc.state()
+			failing.Faults = []fakedcgm.Fault{{Func: "dcgmGetEntityGroupEntities", Code: fakedcgm.StNVMLError}}
+			s := next(failing)
+			if s.Inventory != inv {
+				t.Errorf("inventory changed from %v to %v", keys(inv), keys(s.Inventory))
+			}
+			if s.FabricErrors != tc.wantErrors {
+				t.Errorf("%d fabric errors, want %d", s.FabricErrors, tc.wantErrors)
+			}
+			if s = next(tc.state()); s.Inventory != inv || s.FabricErrors != 0 {
+				t.Errorf("after it works again: inventory %v, %d fabric errors", keys(s.Inventory), s.FabricErrors)
+			}
+		})
+	}
+}

@@ -54,6 +54,12 @@ type Source struct {
 	// fabricReadAt when links and switches were last read.
 	fabric       *fabricTopology
 	fabricReadAt time.Time
+	// fabricErrors counts failed link status and switch list calls not yet
+	// reported in a sample (Sample.FabricErrors); nvlinkFailing and
+	// switchesFailing say the last one of each failed.
+	fabricErrors    int
+	nvlinkFailing   bool
+	switchesFailing bool
 	// logs rate-limits lines that repeat per collection or per re-plan.
 	logs *logthrottle.Logger
 	seq  int
@@ -177,6 +183,8 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		}
 	}
 	sample.XIDs = xids
+	// Counted once, in the sample that goes out.
+	sample.FabricErrors, s.fabricErrors = s.fabricErrors, 0
 	return sample, nil
 }
 

@@ -12,9 +12,11 @@
 // NVLink: the links of each GPU (nvmlDeviceGetNvLinkState) are entities of
 // the inventory, scanned once per GPU, with their peer
 // (nvmlDeviceGetNvLinkRemotePciInfo and ...RemoteDeviceType: a GPU by index,
-// an NVSwitch by its PCI bus id); every Read gives their states and error
-// counters (nvmlDeviceGetNvLinkErrorCounter). The fabric manager's state
-// comes from nvmlDeviceGetGpuFabricInfo.
+// an NVSwitch by its PCI bus id). Their states and error counters
+// (nvmlDeviceGetNvLinkErrorCounter), and the GPUs' fabric fields (the
+// fabric manager's state from nvmlDeviceGetGpuFabricInfo, the NVLink error
+// totals), are read at most once per Config.FabricInterval, as the DCGM
+// source reads them; Reads in between repeat the last values read.
 //
 // Inventory: GPUs by NVML index, and one source.GPUInstance entity per MIG
 // GPU instance of a GPU in MIG mode, built from its MIG devices (compute
@@ -47,6 +49,7 @@ package nvml
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -78,6 +81,12 @@ type Config struct {
 	// BackoffMin and BackoffMax bound the wait between attempts to
 	// initialise NVML, which doubles after each failure. Defaults 1s and 30s.
 	BackoffMin, BackoffMax time.Duration
+	// FabricInterval is the least time between two reads of the fabric:
+	// the NVLinks' states and error counters and the GPUs' fabric fields
+	// (fields.Field.Fabric); Reads in between repeat the last values read.
+	// A new inventory or field set is read at once. Zero reads them on
+	// every Read.
+	FabricInterval time.Duration
 	// Library is the NVML API the source calls; nil means the driver's
 	// library (go-nvml's nvml.New()). Tests pass go-nvml's mock.
 	Library Library
@@ -90,6 +99,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	c.CallTimeout, c.BackoffMin, c.BackoffMax = r.CallTimeout, r.BackoffMin, r.BackoffMax
+	if c.FabricInterval < 0 {
+		return c, fmt.Errorf("nvml: negative fabric interval %s", c.FabricInterval)
+	}
 	c.GPUs, err = cgocall.Selection("nvml", "GPU index", c.GPUs)
 	return c, err
 }

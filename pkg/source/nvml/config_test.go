@@ -28,6 +28,7 @@ func TestConfigInvalid(t *testing.T) {
 		{"backoff inverted", Config{BackoffMin: time.Minute, BackoffMax: time.Second}, "maximum backoff 1s is below the minimum 1m0s"},
 		{"negative index", Config{GPUs: []int{0, -1}}, "negative GPU index -1"},
 		{"index twice", Config{GPUs: []int{2, 2}}, "GPU index 2 selected twice"},
+		{"negative fabric interval", Config{FabricInterval: -time.Second}, "negative fabric interval -1s"},
 	}
 	for _, tc := range cases {
 		if _, err := tc.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tc.want) {

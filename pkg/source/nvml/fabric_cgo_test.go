@@ -3,8 +3,11 @@
 package nvml
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -111,5 +114,195 @@ func TestNVLinkNotSupportedPerLink(t *testing.T) {
 	want := []string{"gpu:0", "gpu:1", "link:0:1", "link:0:3"}
 	if !slices.Equal(got, want) {
 		t.Errorf("entities %v, want %v", got, want)
+	}
+}
+
+// The links' states and error counters, and the GPUs' fabric fields, are
+// read once per FabricInterval, not on every Read: 8 GPUs of 18 links cost
+// about 720 calls a read. Reads in between repeat the last values and
+// states, as the DCGM source does, while the GPU fields stay current; a
+// new field set is read at once.
+func TestNVLinkReadsOncePerFabricInterval(t *testing.T) {
+	t.Parallel()
+	n := nvlinkNode()
+	cfg := testConfig()
+	cfg.FabricInterval = time.Minute
+	src, _ := open(t, n, cfg)
+	linkFields := []string{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+		"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"}
+	watch(t, src, linkFields...)
+	clock := time.Now()
+	src.mu.Lock()
+	src.now = func() time.Time { return clock }
+	src.mu.Unlock()
+	advance := func(d time.Duration) {
+		src.mu.Lock()
+		clock = clock.Add(d)
+		src.mu.Unlock()
+	}
+	// calls counts, over both GPUs, the calls go-nvml's mock recorded.
+	type counts struct{ state, counter, fabricInfo, fieldValues int }
+	calls := func() counts {
+		var c counts
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for _, d := range n.devs {
+			c.state += len(d.GetNvLinkStateCalls())
+			c.counter += len(d.GetNvLinkErrorCounterCalls())
+			c.fabricInfo += len(d.GetGpuFabricInfoCalls())
+			c.fieldValues += len(d.GetFieldValuesCalls())
+		}
+		return c
+	}
+	// nvlinkNode has 4 links; 2 error counters are watched per link; the
+	// NVLink total (409) is a field value of each of the 2 GPUs.
+	fabricRead := counts{state: 4, counter: 4 * 2, fabricInfo: 2, fieldValues: 2}
+	stateOf := func(s *source.Sample, key string) source.LinkState {
+		t.Helper()
+		for e := range s.Inventory.Entities {
+			if s.Inventory.Entities[e].Key() == key {
+				return s.LinkState(e)
+			}
+		}
+		t.Fatalf("entity %s not in sample", key)
+		return source.LinkUnknown
+	}
+	// changed turns the node's fabric to its second state.
+	changed := func() {
+		n.update(func() {
+			g0 := n.gpus[0]
+			g0.temp = 60
+			g0.links[0].errors[nvml.NVLINK_ERROR_DL_CRC_FLIT] = 31
+			g0.links[2].active = true
+			g0.fabric = &nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_IN_PROGRESS}
+		})
+	}
+	type want struct {
+		temp, crc, fm int64
+		link2         source.LinkState
+	}
+	first, second := want{45, 30, 3, source.LinkDown}, want{60, 31, 2, source.LinkUp}
+	steps := []struct {
+		name   string
+		before func()
+		calls  counts
+		want   want
+	}{
+		{"first read", func() {}, fabricRead, first},
+		{"within the interval", func() { advance(time.Second) }, counts{}, first},
+		{"the node changed, within the interval", func() { changed(); advance(30 * time.Second) }, counts{}, want{60, 30, 3, source.LinkDown}},
+		{"just before the interval ends", func() { advance(28 * time.Second) }, counts{}, want{60, 30, 3, source.LinkDown}},
+		{"the interval passed", func() { advance(time.Second) }, fabricRead, second},
+		{"again within the interval", func() { advance(time.Second) }, counts{}, second},
+		{"new field set", func() { watch(t, src, linkFields...) }, fabricRead, second},
+	}
+	for _, st := range steps {
+		st.before()
+		before := calls()
+		s := read(t, src)
+		after := calls()
+		got := counts{after.state - before.state, after.counter - before.counter,
+			after.fabricInfo - before.fabricInfo, after.fieldValues - before.fieldValues}
+		if got != st.calls {
+			t.Errorf("%s: calls %+v, want %+v", st.name, got, st.calls)
+		}
+		for _, v := range []struct {
+			key  string
+			id   uint16
+			want int64
+		}{
+			{"gpu:0", 150, st.want.temp},
+			{"link:0:0", 409, st.want.crc},
+			{"gpu:0", 170, st.want.fm},
+			{"gpu:0", 409, 99},
+		} {
+			if got := value(t, s, v.key, v.id); got != source.IntValue(v.want) {
+				t.Errorf("%s: %s field %d = %+v, want %d", st.name, v.key, v.id, got, v.want)
+			}
+		}
+		if got := stateOf(s, "link:0:2"); got != st.want.link2 {
+			t.Errorf("%s: link 0:2 state %d, want %d", st.name, got, st.want.link2)
+		}
+		if got := stateOf(s, "link:0:0"); got != source.LinkUp {
+			t.Errorf("%s: link 0:0 state %d, want up", st.name, got)
+		}
+	}
+}
+
+// Without a fabric interval the links are read on every Read.
+func TestNVLinkReadsEveryReadWithoutInterval(t *testing.T) {
+	t.Parallel()
+	n := nvlinkNode()
+	src, _ := open(t, n, testConfig())
+	watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
+	states := func() int {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		c := 0
+		for _, d := range n.devs {
+			c += len(d.GetNvLinkStateCalls())
+		}
+		return c
+	}
+	read(t, src)
+	before := states()
+	const reads = 3
+	for range reads {
+		read(t, src)
+	}
+	if got := states() - before; got != reads*4 {
+		t.Errorf("%d reads made %d link state calls, want %d", reads, got, reads*4)
+	}
+}
+
+// BenchmarkReadHGX reads 8 GPUs of 18 NVLinks each, with the fabric read
+// on every Read and once per 30s (so never again within the benchmark),
+// and reports the NVLink calls per Read.
+func BenchmarkReadHGX(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		interval time.Duration
+	}{{"fabric every read", 0}, {"fabric every 30s", 30 * time.Second}} {
+		b.Run(bc.name, func(b *testing.B) {
+			gpus := make([]*fakeGPU, 8)
+			for i := range gpus {
+				gpus[i] = h100()
+				gpus[i].uuid = fmt.Sprintf("GPU-%08d-1111-2222-3333-444444444444", i)
+				gpus[i].bus = fmt.Sprintf("00000000:%02X:00.0", 0x10+i)
+				gpus[i].minor = i
+				for range 18 {
+					gpus[i].links = append(gpus[i].links, fakeLink{active: true, remoteBus: "00000000:05:00.0", remoteType: nvml.NVLINK_DEVICE_TYPE_SWITCH})
+				}
+			}
+			n := newFakeNode(gpus...)
+			cfg := testConfig()
+			cfg.FabricInterval = bc.interval
+			src, _ := open(b, n, cfg)
+			watch(b, src, "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL",
+				"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+				"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+				"DCGM_FI_DEV_FABRIC_MANAGER_STATUS")
+			linkCalls := func() int {
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				c := 0
+				for _, d := range n.devs {
+					c += len(d.GetNvLinkStateCalls()) + len(d.GetNvLinkErrorCounterCalls())
+				}
+				return c
+			}
+			if _, err := src.Read(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			before := linkCalls()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := src.Read(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(linkCalls()-before)/float64(b.N), "nvlink-calls/op")
+		})
 	}
 }

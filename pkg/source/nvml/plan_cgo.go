@@ -242,6 +242,14 @@ type fvItem struct {
 type plan struct {
 	gpu, gi []step
 	fv      []fvItem
+	// fabricGPU are the GPU steps of fabric fields (fields.Field.Fabric)
+	// and fvWithFabric the field values of fv and of fabric fields: both
+	// read only when the fabric is due (Config.FabricInterval), as links
+	// are. fabricCols are the columns of fabric fields, which samples
+	// repeat in between.
+	fabricGPU    []step
+	fvWithFabric []fvItem
+	fabricCols   []int
 	// link reads error counters of each NVLink.
 	link []linkStep
 	// xidCol is the column of DCGM_FI_DEV_XID_ERRORS, -1 if not watched.
@@ -250,6 +258,18 @@ type plan struct {
 	// others.
 	provided int
 	dropped  []fields.Field
+}
+
+// fabricStep reports whether a step gives only fabric fields of set: a
+// step that also gives another field is read on every Read (its fabric
+// columns are then repeated over all the same).
+func fabricStep(set []fields.Field, cols []int) bool {
+	for _, c := range cols {
+		if c >= 0 && !set[c].Fabric {
+			return false
+		}
+	}
+	return true
 }
 
 // makePlan maps a field set onto NVML calls.
@@ -287,17 +307,29 @@ func makePlan(set []fields.Field) plan {
 			if !used {
 				continue
 			}
-			if l == fields.LevelGPU {
-				p.gpu = append(p.gpu, st)
-			} else {
+			switch {
+			case l != fields.LevelGPU:
 				p.gi = append(p.gi, st)
+			case fabricStep(set, st.cols):
+				p.fabricGPU = append(p.fabricGPU, st)
+			default:
+				p.gpu = append(p.gpu, st)
 			}
 		}
 	}
 	for _, fv := range fieldValueTable() {
 		if c := colAt(fv.id, fields.LevelGPU); c >= 0 {
-			p.fv = append(p.fv, fvItem{nvmlID: fv.nvmlID, col: c, kind: fv.kind})
+			it := fvItem{nvmlID: fv.nvmlID, col: c, kind: fv.kind}
+			if !set[c].Fabric {
+				p.fv = append(p.fv, it)
+			}
+			p.fvWithFabric = append(p.fvWithFabric, it)
 			given[fv.id] = true
+		}
+	}
+	for c := range set {
+		if set[c].Fabric {
+			p.fabricCols = append(p.fabricCols, c)
 		}
 	}
 	planLinks(&p, colAt, given)

@@ -27,15 +27,24 @@ type failure struct {
 }
 
 // readGPU reads every planned value of one GPU and its MIG instances into
-// their rows of sample, drains its XID events and lists its processes. It
-// runs on the worker and writes only to sample and its result, which the
-// caller drops if the call timed out.
-func (s *Source) readGPU(g *gpuInfo, events nvml.EventSet, p *plan, has features, sample *source.Sample) gpuResult {
+// their rows of sample, drains its XID events and lists its processes; its
+// links and fabric fields only when fabric is set. It runs on the worker
+// and writes only to sample and its result, which the caller drops if the
+// call timed out.
+func (s *Source) readGPU(g *gpuInfo, events nvml.EventSet, p *plan, has features, sample *source.Sample, fabric bool) gpuResult {
 	var res gpuResult
 	n := len(sample.Fields)
 	row := func(r int) []source.Value { return sample.Values[r*n : (r+1)*n] }
 	var out [4]source.Value
-	if !res.readSteps(g.dev, p.gpu, has, row(g.row), out[:]) || !res.readFieldValues(g.dev, p.fv, row(g.row)) {
+	fv := p.fv
+	if fabric {
+		fv = p.fvWithFabric
+	}
+	if !res.readSteps(g.dev, p.gpu, has, row(g.row), out[:]) || !res.readFieldValues(g.dev, fv, row(g.row)) {
+		res.lost = true
+		return res
+	}
+	if fabric && !res.readSteps(g.dev, p.fabricGPU, has, row(g.row), out[:]) {
 		res.lost = true
 		return res
 	}
@@ -45,7 +54,7 @@ func (s *Source) readGPU(g *gpuInfo, events nvml.EventSet, p *plan, has features
 			return res
 		}
 	}
-	if !res.readLinks(g, p, sample) {
+	if fabric && !res.readLinks(g, p, sample) {
 		res.lost = true
 		return res
 	}

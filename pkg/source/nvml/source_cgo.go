@@ -44,6 +44,7 @@ type Source struct {
 
 	inv   *source.Inventory
 	gpus  []*gpuInfo           // the GPUs of inv, in row order
+	fab   fabricRead           // the last read of the fabric, repeated until due
 	xid   map[string]*xidState // by GPU UUID; reset with each NVML session
 	dead  map[string]bool      // GPUs lost in this NVML session, by UUID
 	lost  source.LostTracker   // GPUs gone from the inventory
@@ -122,6 +123,7 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 	}
 	s.set = slices.Clone(set)
 	s.plan = makePlan(s.set)
+	s.fab = fabricRead{} // other columns: read the fabric at the next Read
 	for _, f := range s.plan.dropped {
 		if s.first("drop-" + strconv.Itoa(int(f.ID))) {
 			s.log.Info("field dropped", "field", f.DCGMName, "reason", "not available through NVML")
@@ -162,6 +164,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 	// The job gets its own copies: after a timeout it may still run while
 	// Watch replaces the plan.
 	plan, has := s.plan, s.has
+	fabric := s.fab.due(s.inv, s.now(), s.cfg.FabricInterval)
 	var lost []*gpuInfo
 	var procs []Process
 	for _, g := range s.gpus {
@@ -171,7 +174,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 			events = x.set
 		}
 		res, err := call(ctx, s.w, "read GPU", func() (gpuResult, error) {
-			return s.readGPU(g, events, &plan, has, sample), nil
+			return s.readGPU(g, events, &plan, has, sample, fabric), nil
 		})
 		if err != nil {
 			var ce *callError
@@ -197,6 +200,11 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		}
 		s.applyXIDs(sample, g, x, res.xids)
 		procs = append(procs, res.procs...)
+	}
+	if fabric {
+		s.fab.keep(sample, plan.fabricCols)
+	} else {
+		s.fab.repeat(sample, plan.fabricCols)
 	}
 	if len(lost) > 0 {
 		sample = s.dropLost(ctx, sample, lost)
