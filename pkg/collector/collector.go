@@ -155,7 +155,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 	if err := c.m.register(reg, cfg.Jobs != nil); err != nil {
 		return nil, err
 	}
-	c.page.Store(exposition.Empty())
+	c.page.Store(c.renderer.Empty())
 	return c, nil
 }
 
@@ -239,7 +239,7 @@ func (c *Collector) Collect(ctx context.Context) error {
 	c.m.duration.Observe(time.Since(start).Seconds())
 	c.m.collections.Inc()
 	if err != nil {
-		c.page.Store(exposition.Empty())
+		c.page.Store(c.renderer.Empty())
 		c.m.series.Set(0)
 		c.m.up.Set(0)
 		if c.up {

@@ -2,8 +2,10 @@ package collector
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
@@ -437,5 +440,52 @@ func TestLostGPUsAndHealthIncidents(t *testing.T) {
 	}
 	if strings.Contains(string(c.Page().Text), "gpu_health_status") || testutil.ToFloat64(c.m.errors.WithLabelValues("health")) != 1 {
 		t.Error("failed health check: want no health series and errors_total{stage=health} 1")
+	}
+}
+
+// The empty page, before the first collection and after a failed one, is
+// compressed with the collector's encoder (shared with the server's self-
+// metrics): its first gzip scrape makes no gzip writer of its own (0.8 MiB).
+// Not parallel: it measures the bytes the process allocates.
+func TestEmptyPageUsesTheSharedEncoder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(c *Collector, src *fakeSource)
+	}{
+		{"before the first collection", func(*Collector, *fakeSource) {}},
+		{"after a failed collection", func(c *Collector, src *fakeSource) {
+			if err := c.Collect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			src.update(func(f *fakeSource) { f.err = source.ErrUnavailable })
+			if err := c.Collect(context.Background()); err == nil {
+				t.Fatal("a failing source's collection succeeded")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newFakeSource(1)
+			c, _ := newTestCollector(t, src, nil, time.Second)
+			tc.setup(c, src)
+			page := c.Page()
+			if len(page.Text) != 0 {
+				t.Fatalf("page not empty:\n%s", page.Text)
+			}
+			c.Encoder().Encode(exposition.Gzip, nil) // the shared writer exists, as after the first scrape
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			body := page.TextGzip()
+			runtime.ReadMemStats(&after)
+			if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+				t.Errorf("the empty page's first gzip body allocated %d KiB: it made a gzip writer of its own", n>>10)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err := io.ReadAll(zr); err != nil || len(b) != 0 {
+				t.Errorf("gzip body holds %q, %v; want it empty", b, err)
+			}
+		})
 	}
 }

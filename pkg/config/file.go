@@ -32,7 +32,17 @@ var ErrNotRegular = errors.New("not a regular file")
 // are followed) of at most MaxFileBytes. The read is bounded by ctx and by
 // ReadTimeout, so that nothing at start-up can hang or outlive SIGTERM.
 func ReadFile(ctx context.Context, path string) ([]byte, error) {
-	return Bounded(ctx, path, ReadTimeout, func() ([]byte, error) { return readRegular(path) })
+	return ReadFileLimit(ctx, path, MaxFileBytes)
+}
+
+// ReadFileLimit is ReadFile with a size cap of the caller's, limit bytes,
+// for files smaller than MaxFileBytes (a job-mapping file): whatever the
+// path is (a symbolic link to a large file, a file that grows, a file of
+// /proc whose size says 0), at most limit+1 bytes are read before it is
+// refused, and a path that is not a regular file is refused before it is
+// opened.
+func ReadFileLimit(ctx context.Context, path string, limit int64) ([]byte, error) {
+	return Bounded(ctx, path, ReadTimeout, func() ([]byte, error) { return readRegular(path, limit) })
 }
 
 // LoadCountersContext reads and parses a counters file, the read bounded by
@@ -117,7 +127,7 @@ func Bounded[T any](ctx context.Context, key string, timeout time.Duration, read
 // readRegular checks the file type before opening, so that opening a named
 // pipe never blocks, and again on the open file, in case the path was
 // replaced in between.
-func readRegular(path string) ([]byte, error) {
+func readRegular(path string, limit int64) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -136,21 +146,34 @@ func readRegular(path string) ([]byte, error) {
 	if err := regular(path, st); err != nil {
 		return nil, err
 	}
-	if st.Size() > MaxFileBytes {
-		return nil, tooLarge(path)
+	if st.Size() > limit {
+		return nil, tooLarge(path, limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxFileBytes { // it grew since the stat
-		return nil, tooLarge(path)
+	if int64(len(data)) > limit { // it grew since the stat, or its size says less
+		return nil, tooLarge(path, limit)
 	}
 	return data, nil
 }
 
-func tooLarge(path string) error {
-	return fmt.Errorf("%s: larger than %d MiB", path, MaxFileBytes>>20)
+func tooLarge(path string, limit int64) error {
+	return fmt.Errorf("%s: larger than %s", path, byteSize(limit))
+}
+
+// byteSize writes n in the largest binary unit that divides it: "16 MiB",
+// "64 KiB", "100 bytes".
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
 }
 
 func regular(path string, st fs.FileInfo) error {

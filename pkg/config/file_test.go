@@ -185,3 +185,58 @@ func TestBoundedConcurrentReads(t *testing.T) {
 		}
 	}
 }
+
+// ReadFileLimit reads at most limit+1 bytes whatever the path is: a file of
+// the limit reads, one byte more is refused, and so is a file whose size
+// says less than it holds (a /proc file says 0) or a symbolic link to a
+// large file; the error names the path and the cap.
+func TestReadFileLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 64
+	dir := t.TempDir()
+	file := func(name string, size int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.Repeat("x", size)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	atLimit, over := file("at-limit", limit), file("over", limit+1)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(file("large", 1<<20), link); err != nil {
+		t.Fatal(err)
+	}
+	proc := "/proc/self/maps"
+	if st, err := os.Stat(proc); err != nil || st.Size() != 0 {
+		proc = "" // no procfs here
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       string // "" for success
+	}{
+		{"at the limit", atLimit, ""},
+		{"a byte over", over, "larger than 64 bytes"},
+		{"symlink to a large file", link, "larger than 64 bytes"},
+		{"a file whose size says 0", proc, "larger than 64 bytes"},
+		{"named pipe", mkfifo(t), "not a regular file (it is a named pipe)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.path == "" {
+				t.Skip("no procfs")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			data, err := ReadFileLimit(ctx, tc.path, limit)
+			if tc.want == "" {
+				if err != nil || len(data) != limit {
+					t.Errorf("ReadFileLimit = %d bytes, %v; want %d bytes", len(data), err, limit)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("err = %v, want it to name %s and contain %q", err, tc.path, tc.want)
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ func (p *Page) Body(f Format, e Encoding) []byte {
 	l.once.Do(func() {
 		enc := p.enc
 		if enc == nil { // a page not made by a Renderer (Empty)
-			enc = NewEncoder()
+			enc = sharedEncoder()
 		}
 		l.b = enc.encodeObserved(e, plain, p.observe)
 	})
@@ -169,9 +169,23 @@ type lazyBytes struct {
 }
 
 // Empty is the page served before the first collection and while the
-// source is failing: no GPU series at all, rather than stale ones.
+// source is failing: no GPU series at all, rather than stale ones. Its
+// compressed bodies are made with an encoder the package keeps for pages
+// no renderer made; a renderer's own empty page is Renderer.Empty.
 func Empty() *Page {
 	return &Page{}
+}
+
+// sharedEncoder compresses the bodies of pages no renderer made, so that
+// no page makes a gzip writer (0.8 MiB of state) of its own.
+var sharedEncoder = sync.OnceValue(NewEncoder)
+
+// Empty is the renderer's page before the first collection and while the
+// source is failing: no series, its compressed bodies made with the
+// renderer's encoder like those of the pages it renders, so that serving
+// it compressed makes no gzip writer.
+func (r *Renderer) Empty() *Page {
+	return &Page{enc: r.enc}
 }
 
 // Holder is a container that holds an entity.

@@ -42,7 +42,7 @@ type Reader struct {
 
 	table atomic.Pointer[Table]
 
-	// readBytes reads one mapping file: config.ReadFile; tests make it
+	// readBytes reads one mapping file: readMappingFile; tests make it
 	// hang as a network file system can.
 	readBytes func(ctx context.Context, path string) ([]byte, error)
 
@@ -75,7 +75,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Reader, e
 		logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Reader{cfg: cfg, logger: logger, logs: logthrottle.New(logger, logthrottle.Config{}), problems: map[fileProblem]bool{},
-		readBytes: config.ReadFile}
+		readBytes: readMappingFile}
 	m, err := newMetrics(reg, r.logs)
 	if err != nil {
 		return nil, err
@@ -240,6 +240,16 @@ func (r *Reader) publish(t *Table) {
 		r.table.Store(t)
 	}
 	r.m.jobs.Set(float64(r.table.Load().JobCount()))
+}
+
+// readMappingFile reads one mapping file through a limit of MaxFileBytes+1
+// bytes, whatever the directory entry is: a symbolic link to a large file
+// is refused after that many bytes, not read whole, and one to a named pipe
+// or a device is refused before it is opened, with an error naming the
+// file. The read is bounded by ctx (the refresh's deadline) and
+// config.ReadTimeout.
+func readMappingFile(ctx context.Context, path string) ([]byte, error) {
+	return config.ReadFileLimit(ctx, path, MaxFileBytes)
 }
 
 // readDir lists dir on its own goroutine and gives up when ctx is done: a

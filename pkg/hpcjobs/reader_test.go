@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -278,7 +279,7 @@ func TestReaderTimeouts(t *testing.T) {
 			<-ctx.Done() // as a read blocked in the kernel, given up at the deadline
 			return nil, context.Cause(ctx)
 		}
-		return config.ReadFile(ctx, path)
+		return readMappingFile(ctx, path)
 	}
 	h.write("0", "100\n")
 	h.write("1", "200\n")
@@ -473,5 +474,75 @@ func TestTableUnmatched(t *testing.T) {
 	}
 	if got := tab.Unmatched(nil); len(got) != 5 {
 		t.Errorf("no inventory: %v, want every key", got)
+	}
+}
+
+// A mapping file is read through a limit of MaxFileBytes+1 bytes whatever
+// it is: a symbolic link to a large (sparse) file is refused after that
+// many bytes instead of being read whole, and one to a named pipe or a
+// device is refused without blocking. Each is counted unreadable and
+// logged with its name, and the other jobs are served. Not parallel: it
+// measures the bytes the process allocates while refreshing.
+func TestReaderRefusesLargeOrSpecialTargets(t *testing.T) {
+	outside := t.TempDir()
+	sparse := func(name string, size int64) string {
+		p := filepath.Join(outside, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(size); err != nil { // no data blocks: a read returns zeros
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The largest file config.ReadFile reads whole, and a larger one.
+	atLimit, huge := sparse("at-limit", config.MaxFileBytes), sparse("huge", 1<<30)
+	fifo := filepath.Join(outside, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		make   func(path string) error
+		reason string // in the logged error
+	}{
+		{"symlink to a large sparse file", func(p string) error { return os.Symlink(atLimit, p) }, "larger than 64 KiB"},
+		{"symlink to a sparse file above config's cap", func(p string) error { return os.Symlink(huge, p) }, "larger than 64 KiB"},
+		{"symlink to a named pipe", func(p string) error { return os.Symlink(fifo, p) }, "not a regular file (it is a named pipe)"},
+		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (it is a named pipe)"},
+		{"symlink to an endless device", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (it is a character device)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.write("0", "100\n")
+			bad := filepath.Join(h.dir, "1")
+			if err := tc.make(bad); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			tab := h.refresh() // fails the test if the read blocked until the deadline
+			runtime.ReadMemStats(&after)
+			// The limited read allocates a few times 64 KiB; reading the
+			// 16 MiB target whole allocated more than 16 MiB.
+			if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+				t.Errorf("a refresh allocated %d MiB: the file was read past the cap", n>>20)
+			}
+			if got := ids(tab.Jobs(gpu(0))); !slices.Equal(got, []string{"100"}) {
+				t.Errorf("GPU 0 jobs = %v, want [100]", got)
+			}
+			if got := tab.Jobs(gpu(1)); got != nil {
+				t.Errorf("GPU 1 jobs = %v, want none", got)
+			}
+			if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", ReasonUnreadable); got != 1 {
+				t.Errorf("malformed_files{reason=unreadable} = %v, want 1", got)
+			}
+			log := h.log.String()
+			if !strings.Contains(log, "file="+bad) || !strings.Contains(log, tc.reason) {
+				t.Errorf("log does not name %s and %q:\n%s", bad, tc.reason, log)
+			}
+		})
 	}
 }

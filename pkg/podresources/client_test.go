@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
@@ -376,19 +378,49 @@ func TestBackoffDelay(t *testing.T) {
 	}
 }
 
+// listBudget records the time left to each List call when it is made: the
+// deadline the client sets, which gRPC sends to the kubelet.
+type listBudget struct {
+	podresourcesv1.PodResourcesListerClient
+	mu       sync.Mutex
+	left     time.Duration
+	deadline bool
+}
+
+func (b *listBudget) List(ctx context.Context, req *podresourcesv1.ListPodResourcesRequest, opts ...grpc.CallOption) (*podresourcesv1.ListPodResourcesResponse, error) {
+	d, ok := ctx.Deadline()
+	b.mu.Lock()
+	b.left, b.deadline = time.Until(d), ok
+	b.mu.Unlock()
+	return b.PodResourcesListerClient.List(ctx, req, opts...)
+}
+
+// TestClientKubeletHang: a List the kubelet never answers fails at the
+// call timeout, the client is down and attributes nothing, and recovers
+// with the kubelet. The kubelet hangs for an hour: the refresh returning
+// at all shows a deadline, and the deadline the call carried shows it is
+// the configured 100ms; the refresh is waited for with a deadline, not
+// timed.
 func TestClientKubeletHang(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, true, func(cfg *Config) { cfg.CallTimeout = 100 * time.Millisecond })
+	const callTimeout = 100 * time.Millisecond
+	h := newHarness(t, true, func(cfg *Config) { cfg.CallTimeout = callTimeout })
 	h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "train", "nvidia.com/gpu", uuid0)})
 	h.mustRefresh()
+	budget := &listBudget{PodResourcesListerClient: h.c.lister}
+	h.c.lister = budget
 	h.srv.SetHang(time.Hour)
-	start := time.Now()
-	err := h.refresh()
+	done := make(chan error, 1)
+	go func() { done <- h.c.refresh(context.Background()) }()
+	err := poll.Receive(t, "the refresh to give up on the hung kubelet", done)
 	if status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded {
 		t.Fatalf("refresh error = %v, want a deadline", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("refresh took %s despite a 100ms call timeout", took)
+	budget.mu.Lock()
+	left, deadline := budget.left, budget.deadline
+	budget.mu.Unlock()
+	if !deadline || left > callTimeout {
+		t.Errorf("List called with %s left (deadline set: %v), want at most the %s call timeout", left, deadline, callTimeout)
 	}
 	if h.c.Up() || h.c.Table().Len() != 0 {
 		t.Error("client up, or attributing, while the kubelet hangs")

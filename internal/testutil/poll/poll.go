@@ -34,6 +34,30 @@ func Within(t testing.TB, timeout, every time.Duration, what string, cond func()
 	}
 }
 
+// Receive waits up to DefaultTimeout for ch to deliver a value (the
+// result of a call started on another goroutine, which a test expects to
+// return) and returns it; after the deadline it fails t, saying what it
+// waited for.
+func Receive[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	return ReceiveWithin(t, DefaultTimeout, what, ch)
+}
+
+// ReceiveWithin is Receive with its own deadline.
+func ReceiveWithin[T any](t testing.TB, timeout time.Duration, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+	var zero T
+	return zero
+}
+
 // Problems calls check, which returns what is still wrong, every interval
 // until it returns nothing. After timeout each problem of the last call
 // fails t.

@@ -96,3 +96,34 @@ func TestWithinWaitsUntilTheDeadline(t *testing.T) {
 		t.Errorf("gave up after %s, before the 50ms deadline", d)
 	}
 }
+
+func TestReceiveWithin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		send     bool // whether a value comes
+		wantFail bool
+	}{
+		{"a value comes", true, false},
+		{"none comes", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := &recorder{TB: t}
+			ch := make(chan int, 1)
+			if tc.send {
+				go func() { ch <- 42 }()
+			}
+			got := ReceiveWithin(r, 50*time.Millisecond, "the answer", ch)
+			if r.failed != tc.wantFail {
+				t.Fatalf("failed = %v, want %v (%q)", r.failed, tc.wantFail, r.failures)
+			}
+			if tc.wantFail && (len(r.failures) != 1 || !strings.Contains(r.failures[0], "the answer")) {
+				t.Errorf("failure %q does not say what it waited for", r.failures)
+			}
+			if !tc.wantFail && got != 42 {
+				t.Errorf("received %d, want 42", got)
+			}
+		})
+	}
+}
