@@ -49,11 +49,15 @@ type fabricTopology struct {
 	switches []uint
 	links    []godcgm.NvLinkStatus
 	at       time.Time
-	// statesStale says the last dcgmGetNvLinkLinkStatus failed: links are
+	// failedReads counts the dcgmGetNvLinkLinkStatus calls that failed in
+	// a row since the last that worked. While it is above 0, links are
 	// those of the last call that worked, kept so that the links stay in
-	// the inventory (their fields are still read), and their states are
-	// out of date, so none is reported (linkStates).
-	statesStale bool
+	// the inventory (their fields are still read). Their states stand for
+	// one failed read, as the HPC job table stands for one failed refresh,
+	// so that one transient failure neither makes gpu_nvlink_up absent nor
+	// restarts the `for:` of an alert on it; from the second, they are out
+	// of date and none is reported (linkStates).
+	failedReads int
 }
 
 // fingerprint names the fabric's entities, not the links' states: a link
@@ -113,7 +117,7 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 	case errors.As(err, &ce):
 		return nil, err
 	case err != nil:
-		links, f.statesStale = s.linkStatusFailed(err)
+		links, f.failedReads = s.linkStatusFailed(err)
 	case s.nvlinkFailing:
 		s.nvlinkFailing = false
 		s.log.Info("dcgm NVLink status works again", "links", len(links))
@@ -139,16 +143,16 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 // their states are stale (DCGM did not tell them now), and a state the
 // source cannot tell is not exported, as the design never presents an old
 // value as fresh. Without an earlier fabric there is nothing to keep.
-func (s *Source) linkStatusFailed(err error) (kept []godcgm.NvLinkStatus, stale bool) {
+func (s *Source) linkStatusFailed(err error) (kept []godcgm.NvLinkStatus, failedReads int) {
 	s.fabricErrors++
 	s.nvlinkFailing = true
 	if s.fabric == nil || len(s.fabric.links) == 0 {
 		s.logs.Warn("dcgm/nvlink-status", "dcgm NVLink status unavailable; NVLinks not reported", "err", err)
-		return nil, false
+		return nil, 0
 	}
-	s.logs.Warn("dcgm/nvlink-status", "dcgm NVLink status read failed; the links stay, without their states until it works",
+	s.logs.Warn("dcgm/nvlink-status", "dcgm NVLink status read failed; the links stay, their last states for one more fabric interval",
 		"err", err, "links", len(s.fabric.links))
-	return s.fabric.links, true
+	return s.fabric.links, s.fabric.failedReads + 1
 }
 
 // linkState translates DCGM's link state (dcgm_structs.h
@@ -303,9 +307,9 @@ func normalBus(id string) string {
 }
 
 // linkStates returns the state of each NVLink row of the inventory, from
-// the last link status DCGM gave; none while that is stale.
+// the last link status DCGM gave; none once two reads in a row failed.
 func (s *Source) linkStates() []source.LinkState {
-	if s.fabric == nil || len(s.fabric.links) == 0 || s.fabric.statesStale {
+	if s.fabric == nil || len(s.fabric.links) == 0 || s.fabric.failedReads > 1 {
 		return nil
 	}
 	byRef := make(map[uint64]source.LinkState, len(s.fabric.links))

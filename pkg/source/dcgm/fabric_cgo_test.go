@@ -266,7 +266,7 @@ func TestLinkStatusFailureKeepsLinks(t *testing.T) {
 		t.Fatalf("entity %s not in sample", key)
 		return source.LinkUnknown
 	}
-	const failed = "dcgm NVLink status read failed; the links stay, without their states until it works"
+	const failed = "dcgm NVLink status read failed; the links stay, their last states for one more fabric interval"
 	failing := func(crc int64) fakedcgm.State {
 		s := fabricNode()
 		s.Faults = []fakedcgm.Fault{{Func: "dcgmGetNvLinkLinkStatus", Code: fakedcgm.StNVMLError}}
@@ -290,10 +290,12 @@ func TestLinkStatusFailureKeepsLinks(t *testing.T) {
 		states map[string]source.LinkState
 		logs   int
 	}{
+		// One failed read: the last states stand, as read before it.
 		{"first failure", func() *source.Sample { return next(failing(1300)) }, 1, 1300,
-			map[string]source.LinkState{"link:0:0": source.LinkUnknown, "link:1:1": source.LinkUnknown, "swlink:0:1": source.LinkUnknown}, 1},
+			map[string]source.LinkState{"link:0:0": source.LinkUp, "link:1:1": source.LinkDown, "swlink:0:1": source.LinkUp}, 1},
 		{"before the next fabric interval", h.read, 0, 1300,
-			map[string]source.LinkState{"link:1:1": source.LinkUnknown}, 1},
+			map[string]source.LinkState{"link:1:1": source.LinkDown}, 1},
+		// Two in a row: the states are out of date and withdrawn.
 		{"second failure, not logged again within the minute", func() *source.Sample { return next(failing(1400)) }, 1, 1400,
 			map[string]source.LinkState{"link:1:1": source.LinkUnknown}, 1},
 		{"works again", func() *source.Sample { return next(recovered) }, 0, 1234,
