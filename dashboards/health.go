@@ -89,7 +89,7 @@ func (bd *board) exporterHealth(m string) {
 		},
 		"collection errors")
 	bd.timeseries(panel{title: "Collection errors", unit: unitPerSecond, w: 12, steps: true,
-		description: "Failed collections per second by exporter and stage: watch, read, timeout, and failed health checks (health).",
+		description: "Failed collections per second by exporter and stage: watch, read, timeout; failed health checks (health), process accounting reads once NVML works (processes; never while gpu_exporter_process_accounting_available is 0) and NVLink fabric reads (fabric: the collection goes on).",
 		queries: []query{{
 			expr:   `sum by (cluster, node, stage) (rate(gpu_exporter_collection_errors_total{` + m + `}[$__rate_interval]))`,
 			legend: legendNode + " {{stage}}",
