@@ -33,3 +33,33 @@ func TestMetricsDoc(t *testing.T) {
 		t.Errorf("metrics doc links the migration guide: %v", err)
 	}
 }
+
+// TestRefusalsDocRows: in docs/operations.md's refusal tables a row with
+// an empty flag cell continues the flag above it, so its message must name
+// that flag; a row under the wrong flag sends the reader to the wrong
+// flag.
+func TestRefusalsDocRows(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := "" // the flag of the row, given or continued; "" outside a flag's rows
+	for i, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if !strings.HasPrefix(line, "| ") || len(cells) != 3 {
+			flag = ""
+			continue
+		}
+		if first := strings.TrimSpace(cells[0]); first != "" {
+			flag = ""
+			// only a cell naming one flag alone: `--name`
+			if name, ok := strings.CutPrefix(first, "`--"); ok && strings.Count(first, "`") == 2 && strings.HasSuffix(name, "`") {
+				flag = "--" + strings.TrimSuffix(name, "`")
+			}
+		}
+		if flag != "" && !strings.Contains(cells[2], flag) {
+			t.Errorf("docs/operations.md:%d: a row of %s whose message does not name it: %s", i+1, flag, strings.TrimSpace(cells[2]))
+		}
+	}
+}

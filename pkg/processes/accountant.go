@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // Mode is what process accounting exports (--collect.processes).
@@ -201,7 +203,7 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 		a.setAvailable(false, err)
 		return nil, err
 	}
-	if err == nil || devs != nil {
+	if err == nil || devs != nil || !noAnswer(err) {
 		a.setAvailable(true, nil)
 	}
 	if devs == nil && err != nil {
@@ -216,6 +218,17 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	a.resolver.End()
 	a.m.cached.Set(float64(a.resolver.Cached()))
 	return out, err
+}
+
+// noAnswer reports whether a Sample failed before the library answered:
+// its call timed out or waited on a blocked one (cgocall.CallError wraps
+// source.ErrUnavailable), the collection ended, the sampler was closed.
+// That says nothing of the library, and availability stays as it was. Any
+// other failure is the library's answer (a lost GPU it cannot list): it
+// is there, and the failure is a counted collection error.
+func noAnswer(err error) bool {
+	return errors.Is(err, source.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, cgocall.ErrClosed)
 }
 
 // setAvailable sets the gauge and logs a change of availability: once

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // fixedSampler returns the same devices on every Sample.
@@ -464,6 +466,57 @@ func TestAccountantWarnsWithoutHostPIDNamespace(t *testing.T) {
 			defer a.Close()
 			if got := strings.Contains(logs.String(), "host's PID namespace"); got != tc.warn {
 				t.Errorf("warned = %v, want %v; logs:\n%s", got, tc.warn, logs.String())
+			}
+		})
+	}
+}
+
+// scriptedSampler answers each Sample with the next of its results.
+type scriptedSampler struct {
+	results []sampleResult
+	next    int
+}
+
+type sampleResult struct {
+	devs []Device
+	err  error
+}
+
+func (s *scriptedSampler) Sample(context.Context) ([]Device, error) {
+	r := s.results[s.next]
+	s.next++
+	return r.devs, r.err
+}
+
+func (*scriptedSampler) Close() error { return nil }
+
+// A Sample that got no answer from the library (its call timed out, the
+// collection ended) says nothing of availability: the gauge keeps what
+// the last answer said, and no change is logged.
+func TestAccountantAvailabilityWithoutAnswer(t *testing.T) {
+	t.Parallel()
+	timeout := &cgocall.CallError{Library: "nvml processes", Op: "process sampling", Timeout: time.Second}
+	unavailable := fmt.Errorf("%w: nvml init: %w", ErrUnavailable, errors.New("Driver Not Loaded"))
+	for _, tc := range []struct {
+		name    string
+		results []sampleResult
+		want    []float64 // the gauge after each Collect
+	}{
+		{"timeout first", []sampleResult{{nil, timeout}, {[]Device{}, nil}}, []float64{0, 1}},
+		{"timeout after a good one", []sampleResult{{[]Device{}, nil}, {nil, timeout}, {nil, context.DeadlineExceeded}}, []float64{1, 1, 1}},
+		{"timeout while unavailable", []sampleResult{{nil, unavailable}, {nil, timeout}, {nil, unavailable}}, []float64{0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, reg, logs := newTestAccountant(t, t.TempDir(), &scriptedSampler{results: tc.results}, ModeContainer, names)
+			for i, want := range tc.want {
+				_, _ = a.Collect(context.Background())
+				if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != want {
+					t.Errorf("after Collect %d: gpu_exporter_process_accounting_available = %v, want %v", i+1, v, want)
+				}
+			}
+			if strings.Contains(logs.String(), "available again") {
+				t.Errorf("recovery logged without an answer:\n%s", logs)
 			}
 		})
 	}

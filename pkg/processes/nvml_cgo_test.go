@@ -488,3 +488,44 @@ func TestAccountantWithoutNVML(t *testing.T) {
 		t.Errorf("recovery not logged:\n%s", logs)
 	}
 }
+
+// NVML that initialises but cannot list the GPUs (one fallen off the bus:
+// nvmlDeviceGetHandleByIndex answers GPU_IS_LOST; NVML API reference,
+// Device Queries) is there: the failure is a failed read, counted as a
+// collection error, so the gauge says available from the first
+// collection on, as it does when the same failure comes after a good one.
+func TestAccountantNVMLListingFails(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		fail func(*mock.Interface)
+	}{
+		{"GPU lost", func(l *mock.Interface) {
+			l.DeviceGetHandleByIndexFunc = func(int) (nvml.Device, nvml.Return) { return nil, nvml.ERROR_GPU_IS_LOST }
+		}},
+		{"count fails", func(l *mock.Interface) {
+			l.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lib := newMockNVML(&mockGPU{uuid: "GPU-0"}).lib()
+			tc.fail(lib)
+			s, err := NewNVML(NVMLConfig{Library: lib})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			a, reg, logs := newTestAccountant(t, t.TempDir(), s, ModeContainer, names)
+			if _, err := a.Collect(context.Background()); err == nil || errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Collect: %v; want the listing's failure, not unavailability", err)
+			}
+			if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != 1 {
+				t.Errorf("gpu_exporter_process_accounting_available = %v with NVML initialised, want 1", v)
+			}
+			if strings.Contains(logs.String(), "unavailable") {
+				t.Errorf("unavailability logged with NVML initialised:\n%s", logs)
+			}
+		})
+	}
+}
