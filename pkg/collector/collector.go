@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -128,6 +129,8 @@ type Collector struct {
 	procFailed bool              // the last process accounting failed (logged once)
 	procInv    *source.Inventory // inventory procIndex was built from
 	procIndex  map[deviceKey]int // process accounting device -> entity
+
+	procLogs *logthrottle.Logger // failures of single GPUs in process accounting
 }
 
 type readResult struct {
@@ -151,6 +154,7 @@ func New(cfg Config, src source.Source, attr Attribution, logger *slog.Logger, r
 		up:       true, // so that a first failure is logged as a change
 		join:     join{pods: attr, podInfo: cfg.PodInfo, jobs: cfg.Jobs, m: m},
 		events:   events{src: src, timeout: cfg.Timeout, logger: logger, m: m},
+		procLogs: logthrottle.New(logger, logthrottle.Config{}),
 	}
 	if err := c.m.register(reg, cfg.Jobs != nil); err != nil {
 		return nil, err

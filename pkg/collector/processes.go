@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
@@ -44,10 +45,10 @@ func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, wan
 		return nil, nil
 	}
 	if err != nil {
+		// One failed collection, however many GPUs failed in it: the
+		// stage counts collections, as the other stages do.
 		c.m.errors.WithLabelValues("processes").Inc()
-		if !c.procFailed {
-			c.logger.Warn("GPU process accounting failed; per-container usage is incomplete until it works", "err", err)
-		}
+		c.logProcessFailure(err)
 	} else if c.procFailed {
 		c.logger.Info("GPU process accounting works again")
 	}
@@ -78,6 +79,28 @@ func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, wan
 		}
 	}
 	return containers, procs
+}
+
+// logProcessFailure logs a failed process accounting: a failure of the
+// whole node once when it starts; the failures of single GPUs (one fallen
+// off the bus) per GPU, at most once a window each, so that a second GPU
+// failing while the first still does is logged too.
+func (c *Collector) logProcessFailure(err error) {
+	des := processes.DeviceErrors(err)
+	if len(des) == 0 {
+		if !c.procFailed {
+			c.logger.Warn("GPU process accounting failed; per-container usage is incomplete until it works", "err", err)
+		}
+		return
+	}
+	for _, de := range des {
+		args := []any{"gpu", de.GPU, "uuid", de.UUID, "err", de.Err}
+		if de.MIGUUID != "" {
+			args = append(args, "mig_uuid", de.MIGUUID)
+		}
+		c.procLogs.Warn("processes-gpu-"+strconv.Itoa(de.GPU),
+			"GPU process accounting cannot read a GPU; its per-container usage is left out while the other GPUs' is exported", args...)
+	}
 }
 
 func usageRow(entity int, util bool, u processes.Usage) exposition.ContainerUsage {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,62 @@ func TestCollectorProcessAccounting(t *testing.T) {
 	}
 	if !strings.Contains(string(c.Page().Text), `pod="busy"`) {
 		t.Error("partial usage was not rendered")
+	}
+}
+
+// A GPU fallen off the bus fails process accounting on that GPU alone:
+// the other GPUs' containers are rendered, the failed collection is
+// counted once however many GPUs failed in it, and each failed GPU is
+// logged by index and UUID, at most once a window, a GPU failing later
+// included.
+func TestCollectorProcessAccountingLostGPU(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(3)
+	uuids := []string{src.inv.Entities[0].UUID, src.inv.Entities[1].UUID, src.inv.Entities[2].UUID}
+	busy := []processes.Usage{{Who: processes.Who{Namespace: "ml", Pod: "busy", Container: "train"}, Processes: 1, MemoryBytes: 1 << 30, MemoryKnown: true}}
+	lost := func(gpu int) error {
+		return &processes.DeviceError{GPU: gpu, UUID: uuids[gpu], Err: errors.New("nvml DeviceGetHandleByIndex: ERROR_GPU_IS_LOST")}
+	}
+	acc := &fakeAccounting{}
+	c, _, logs := newProcessCollector(t, src, acc, exposition.NamingPrometheus)
+	for i, step := range []struct {
+		name      string
+		ok        []int // GPUs the accountant read
+		lost      []int // GPUs it could not
+		wantLines map[int]int
+	}{
+		{"GPU 1 lost", []int{0, 2}, []int{1}, map[int]int{1: 1}},
+		{"GPU 1 still lost", []int{0, 2}, []int{1}, map[int]int{1: 1}},
+		{"GPU 2 lost too", []int{0}, []int{1, 2}, map[int]int{1: 1, 2: 1}},
+	} {
+		acc.devs, acc.err = nil, nil
+		var errs []error
+		for _, g := range step.ok {
+			acc.devs = append(acc.devs, processes.DeviceUsage{GPU: g, UUID: uuids[g], GPUInstance: -1, Containers: busy})
+		}
+		for _, g := range step.lost {
+			errs = append(errs, lost(g))
+		}
+		acc.err = errors.Join(errs...)
+		if err := c.Collect(context.Background()); err != nil {
+			t.Fatalf("%s: a GPU's process accounting failure failed the collection: %v", step.name, err)
+		}
+		text := string(c.Page().Text)
+		for g, uuid := range uuids {
+			has := strings.Contains(text, `gpu_container_memory_used_bytes{gpu="`+strconv.Itoa(g)+`",uuid="`+uuid+`"`)
+			if want := slices.Contains(step.ok, g); has != want {
+				t.Errorf("%s: GPU %d container rows rendered = %v, want %v", step.name, g, has, want)
+			}
+		}
+		if v := testutil.ToFloat64(c.m.errors.WithLabelValues("processes")); v != float64(i+1) {
+			t.Errorf("%s: processes errors = %v, want %d (one per failed collection)", step.name, v, i+1)
+		}
+		for g, n := range step.wantLines {
+			line := "gpu=" + strconv.Itoa(g) + " uuid=" + uuids[g]
+			if got := strings.Count(logs.String(), line); got != n || !strings.Contains(logs.String(), "GPU process accounting cannot read a GPU") {
+				t.Errorf("%s: GPU %d logged %d times, want %d:\n%s", step.name, g, got, n, logs)
+			}
+		}
 	}
 }
 

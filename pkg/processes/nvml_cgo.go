@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -92,8 +93,10 @@ func NewNVML(cfg NVMLConfig) (*NVMLSampler, error) {
 }
 
 // Sample lists the processes of every device. A device whose calls fail
-// is left out and named in the returned error, which then comes with the
-// devices that could be read.
+// is left out and named in the returned error (a DeviceError each, see
+// DeviceErrors), which then comes with the devices that could be read.
+// Only a failure of the whole library (the device count, an
+// uninitialised library) returns no devices.
 func (s *NVMLSampler) Sample(ctx context.Context) ([]Device, error) {
 	var (
 		devs []Device
@@ -126,8 +129,17 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 			return nil, err
 		}
 	}
+	var errs []error
 	if s.devs == nil || now.Sub(s.scanned) >= s.cfg.Rescan {
-		devs, err := s.scan()
+		devs, gpuErrs, err := s.scan()
+		if err == nil {
+			// A GPU answering that the library is not initialised or
+			// the driver not loaded says so of the library: every GPU
+			// would, and NVML must be initialised again.
+			if e := errors.Join(gpuErrs...); errors.Is(e, nvml.ERROR_UNINITIALIZED) || errors.Is(e, nvml.ERROR_DRIVER_NOT_LOADED) {
+				err = e
+			}
+		}
 		if err != nil {
 			s.devs = nil
 			if errors.Is(err, nvml.ERROR_UNINITIALIZED) || errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED) {
@@ -136,21 +148,46 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 			return nil, err
 		}
 		s.devs, s.scanned = devs, now
+		errs = gpuErrs
 	}
 	out := make([]Device, 0, len(s.devs))
-	var errs []error
+	// failedGI are the GPU instances one of whose MIG devices failed: they
+	// are left out whole, as joinInstances would otherwise report the
+	// instance with part of its processes.
+	var failedGI map[instanceKey]bool
 	for i := range s.devs {
 		d, err := s.read(&s.devs[i])
 		if err != nil {
-			errs = append(errs, err)
+			info := s.devs[i].info
+			errs = append(errs, deviceError(info, err))
+			if info.GPUInstance >= 0 {
+				if failedGI == nil {
+					failedGI = map[instanceKey]bool{}
+				}
+				failedGI[instanceKey{info.UUID, info.GPUInstance}] = true
+			}
 			continue
 		}
 		out = append(out, d)
+	}
+	if failedGI != nil {
+		out = slices.DeleteFunc(out, func(d Device) bool { return failedGI[instanceKey{d.UUID, d.GPUInstance}] })
 	}
 	if len(errs) > 0 {
 		s.devs = nil // a device may be gone or reconfigured: list them again
 	}
 	return out, errors.Join(errs...)
+}
+
+// instanceKey is a GPU instance: its GPU's UUID and its id.
+type instanceKey struct {
+	uuid string
+	gi   int
+}
+
+// deviceError names the device d in err.
+func deviceError(d Device, err error) *DeviceError {
+	return &DeviceError{GPU: d.GPU, UUID: d.UUID, MIGUUID: d.MIGUUID, Err: err}
 }
 
 // init initialises NVML, or returns why it cannot, wrapping
@@ -183,23 +220,28 @@ func (s *NVMLSampler) init(now time.Time) error {
 }
 
 // scan lists the GPUs and, for GPUs in MIG mode, their MIG devices in
-// place of the GPU.
-func (s *NVMLSampler) scan() ([]nvmlDevice, error) {
+// place of the GPU. A GPU that cannot be listed (fallen off the bus: its
+// handle, UUID or MIG calls answer GPU_IS_LOST, nvml.h) is left out with a
+// DeviceError in gpuErrs, and the others are listed; err is a failure of
+// the device count, which leaves nothing to list.
+func (s *NVMLSampler) scan() (devs []nvmlDevice, gpuErrs []error, err error) {
 	n, ret := s.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvml DeviceGetCount: %w", ret)
+		return nil, nil, fmt.Errorf("nvml DeviceGetCount: %w", ret)
 	}
-	var devs []nvmlDevice
 	for i := range n {
+		gpu := Device{GPU: i, GPUInstance: -1}
 		h, ret := s.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml DeviceGetHandleByIndex(%d): %w", i, ret)
+			gpuErrs = append(gpuErrs, deviceError(gpu, fmt.Errorf("nvml DeviceGetHandleByIndex: %w", ret)))
+			continue
 		}
 		uuid, ret := h.GetUUID()
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml GPU %d GetUUID: %w", i, ret)
+			gpuErrs = append(gpuErrs, deviceError(gpu, fmt.Errorf("nvml GetUUID: %w", ret)))
+			continue
 		}
-		gpu := Device{GPU: i, UUID: validText(uuid), GPUInstance: -1}
+		gpu.UUID = validText(uuid)
 		// NOT_SUPPORTED: a GPU without MIG.
 		mode, _, ret := h.GetMigMode()
 		if ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
@@ -208,18 +250,19 @@ func (s *NVMLSampler) scan() ([]nvmlDevice, error) {
 		}
 		migs, err := scanMIGDevices(h, gpu)
 		if err != nil {
-			return nil, err
+			gpuErrs = append(gpuErrs, deviceError(gpu, err))
+			continue
 		}
 		devs = append(devs, migs...)
 	}
-	return devs, nil
+	return devs, gpuErrs, nil
 }
 
 // scanMIGDevices lists the MIG devices of a GPU in MIG mode.
 func scanMIGDevices(h nvml.Device, gpu Device) ([]nvmlDevice, error) {
 	n, ret := h.GetMaxMigDeviceCount()
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvml GPU %d GetMaxMigDeviceCount: %w", gpu.GPU, ret)
+		return nil, fmt.Errorf("nvml GetMaxMigDeviceCount: %w", ret)
 	}
 	var devs []nvmlDevice
 	for j := range n {
@@ -228,15 +271,15 @@ func scanMIGDevices(h nvml.Device, gpu Device) ([]nvmlDevice, error) {
 			continue // an empty slot
 		}
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml GPU %d GetMigDeviceHandleByIndex(%d): %w", gpu.GPU, j, ret)
+			return nil, fmt.Errorf("nvml GetMigDeviceHandleByIndex(%d): %w", j, ret)
 		}
 		uuid, ret := m.GetUUID()
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml GPU %d MIG device %d GetUUID: %w", gpu.GPU, j, ret)
+			return nil, fmt.Errorf("nvml MIG device %d GetUUID: %w", j, ret)
 		}
 		gi, ret := m.GetGpuInstanceId()
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml GPU %d MIG device %d GetGpuInstanceId: %w", gpu.GPU, j, ret)
+			return nil, fmt.Errorf("nvml MIG device %d GetGpuInstanceId: %w", j, ret)
 		}
 		d := gpu
 		d.MIGUUID, d.GPUInstance = validText(uuid), gi
@@ -294,7 +337,7 @@ var listings = []struct {
 // previous read.
 func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 	d := nd.info
-	name := d.UUID
+	name := d.UUID // the key of lastSeen
 	if d.MIGUUID != "" {
 		name = d.MIGUUID
 	}
@@ -307,7 +350,7 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 			continue
 		}
 		if ret != nvml.SUCCESS {
-			return Device{}, fmt.Errorf("nvml %s %s: %w", name, l.name, ret)
+			return Device{}, fmt.Errorf("nvml %s: %w", l.name, ret)
 		}
 		for _, pi := range infos {
 			// usedGpuMemory is NVML_VALUE_NOT_AVAILABLE when the driver
@@ -348,7 +391,7 @@ func (s *NVMLSampler) read(nd *nvmlDevice) (Device, error) {
 	case nvml.ERROR_NOT_SUPPORTED:
 		// MIG devices and older GPUs: memory and counts only.
 	default:
-		return Device{}, fmt.Errorf("nvml %s GetProcessUtilization: %w", name, ret)
+		return Device{}, fmt.Errorf("nvml GetProcessUtilization: %w", ret)
 	}
 	return d, nil
 }

@@ -28,9 +28,31 @@ type mockGPU struct {
 	noUtil  bool        // GetProcessUtilization answers NOT_SUPPORTED
 	grows   bool        // samples arrive between go-nvml's two calls (it panics)
 	fail    nvml.Return // every listing call answers it
+	// lost is how the GPU fell off the bus; NVML answers GPU_IS_LOST
+	// then ("the target GPU has fallen off the bus or is otherwise
+	// inaccessible", nvml.h, nvmlDeviceGetHandleByIndex_v2 and the calls
+	// on a device).
+	lost lostAt
+	// migListFail is what GetMigDeviceHandleByIndex answers, when set.
+	migListFail nvml.Return
 	migs    []*mockGPU  // MIG devices: the GPU is in MIG mode
 	gi      int         // GPU instance id of a MIG device
 	seen    []uint64    // lastSeen arguments received
+}
+
+// lostAt is where a lost GPU's calls start to fail.
+type lostAt uint8
+
+const (
+	notLost    lostAt = iota
+	lostHandle        // DeviceGetHandleByIndex answers GPU_IS_LOST
+	lostCalls         // the handle is given; every call on it answers GPU_IS_LOST
+)
+
+func (g *mockGPU) isLost(m *mockNVML, at lostAt) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return g.lost != notLost && g.lost <= at
 }
 
 type mockNVML struct {
@@ -45,6 +67,9 @@ type mockNVML struct {
 func (m *mockNVML) device(g *mockGPU) *mock.Device {
 	list := func(pick func() []nvml.ProcessInfo) func() ([]nvml.ProcessInfo, nvml.Return) {
 		return func() ([]nvml.ProcessInfo, nvml.Return) {
+			if g.isLost(m, lostCalls) {
+				return nil, nvml.ERROR_GPU_IS_LOST
+			}
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if g.fail != nvml.SUCCESS {
@@ -54,7 +79,12 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 		}
 	}
 	d := &mock.Device{
-		GetUUIDFunc:                     func() (string, nvml.Return) { return g.uuid, nvml.SUCCESS },
+		GetUUIDFunc: func() (string, nvml.Return) {
+			if g.isLost(m, lostCalls) {
+				return "", nvml.ERROR_GPU_IS_LOST
+			}
+			return g.uuid, nvml.SUCCESS
+		},
 		GetComputeRunningProcessesFunc:  list(func() []nvml.ProcessInfo { return g.compute }),
 		GetGraphicsRunningProcessesFunc: list(func() []nvml.ProcessInfo { return g.graphics }),
 		GetMPSComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
@@ -64,14 +94,25 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			return list(func() []nvml.ProcessInfo { return g.mps })()
 		},
 		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
-		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) { return len(g.migs) + 1, nvml.SUCCESS },
+		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) {
+			if g.isLost(m, lostCalls) {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return len(g.migs) + 1, nvml.SUCCESS
+		},
 		GetMigModeFunc: func() (int, int, nvml.Return) {
+			if g.isLost(m, lostCalls) {
+				return 0, 0, nvml.ERROR_GPU_IS_LOST
+			}
 			if len(g.migs) > 0 {
 				return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS
 			}
 			return 0, 0, nvml.ERROR_NOT_SUPPORTED
 		},
 		GetProcessUtilizationFunc: func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			if g.isLost(m, lostCalls) {
+				return nil, nvml.ERROR_GPU_IS_LOST
+			}
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			g.seen = append(g.seen, last)
@@ -102,6 +143,12 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 		},
 	}
 	d.GetMigDeviceHandleByIndexFunc = func(j int) (nvml.Device, nvml.Return) {
+		m.mu.Lock()
+		fail := g.migListFail
+		m.mu.Unlock()
+		if fail != nvml.SUCCESS {
+			return nil, fail
+		}
 		if j >= len(g.migs) {
 			return nil, nvml.ERROR_NOT_FOUND // an empty slot
 		}
@@ -133,6 +180,9 @@ func (m *mockNVML) lib() *mock.Interface {
 			return len(m.gpus), nvml.SUCCESS
 		},
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			if m.gpus[i].isLost(m, lostHandle) {
+				return nil, nvml.ERROR_GPU_IS_LOST
+			}
 			return m.device(m.gpus[i]), nvml.SUCCESS
 		},
 		ExtensionsFunc: func() nvml.ExtendedInterface {
@@ -318,6 +368,138 @@ func TestNVMLSamplerDeviceFailure(t *testing.T) {
 	}
 	if m.inits != 1 {
 		t.Errorf("NVML initialised %d times, want once", m.inits)
+	}
+}
+
+// A GPU fallen off the bus fails alone: the other GPUs are listed and
+// read, the lost one is left out and named (index, and UUID once read) in
+// one DeviceError wrapping GPU_IS_LOST, at every Sample while it stays
+// lost, and is back once it answers again. Only the device count fails
+// the whole Sample.
+func TestNVMLSamplerLostGPU(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		lose     func(*mockGPU)
+		wantUUID string // in the DeviceError
+		wantRet  nvml.Return
+	}{
+		{"handle by index", func(g *mockGPU) { g.lost = lostHandle }, "", nvml.ERROR_GPU_IS_LOST},
+		{"calls on its handle", func(g *mockGPU) { g.lost = lostCalls }, "", nvml.ERROR_GPU_IS_LOST},
+		{"process listing", func(g *mockGPU) { g.fail = nvml.ERROR_GPU_IS_LOST }, "GPU-1", nvml.ERROR_GPU_IS_LOST},
+		{"MIG devices", func(g *mockGPU) {
+			g.migs = []*mockGPU{{uuid: "MIG-1a", gi: 1, noUtil: true}}
+			g.migListFail = nvml.ERROR_GPU_IS_LOST
+		}, "GPU-1", nvml.ERROR_GPU_IS_LOST},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			gpus := []*mockGPU{
+				{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}},
+				{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(11, 1<<30)}},
+				{uuid: "GPU-2", compute: []nvml.ProcessInfo{pinfo(12, 1<<30)}},
+			}
+			m := newMockNVML(gpus...)
+			m.mu.Lock()
+			tc.lose(gpus[1])
+			m.mu.Unlock()
+			s := newTestSampler(t, m)
+			for range 2 { // and again while it stays lost (a rescan each time)
+				devs, err := s.Sample(context.Background())
+				if !errors.Is(err, tc.wantRet) || errors.Is(err, ErrUnavailable) {
+					t.Fatalf("error = %v; want the lost GPU's %s", err, tc.wantRet)
+				}
+				des := DeviceErrors(err)
+				if len(des) != 1 || des[0].GPU != 1 || des[0].UUID != tc.wantUUID || des[0].MIGUUID != "" {
+					t.Fatalf("device errors = %+v; want one for GPU 1 (uuid %q)", des, tc.wantUUID)
+				}
+				var uuids []string
+				for _, d := range devs {
+					uuids = append(uuids, d.UUID)
+					if len(d.Processes) != 1 {
+						t.Errorf("device %s processes = %+v", d.UUID, d.Processes)
+					}
+				}
+				if !slices.Equal(uuids, []string{"GPU-0", "GPU-2"}) {
+					t.Fatalf("devices = %v; want the GPUs that answer, without the lost one", uuids)
+				}
+			}
+			m.mu.Lock()
+			gpus[1] = &mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(11, 1<<30)}}
+			m.mu.Unlock()
+			devs, err := s.Sample(context.Background())
+			if err != nil || len(devs) != 3 {
+				t.Fatalf("after GPU 1 answered again: %+v, %v", devs, err)
+			}
+		})
+	}
+}
+
+// A MIG device that fails takes its GPU instance out whole: the instance
+// is one entity, and its other compute instances alone would be reported
+// as all of it.
+func TestNVMLSamplerMIGDeviceFailure(t *testing.T) {
+	t.Parallel()
+	g := &mockGPU{uuid: "GPU-0", migs: []*mockGPU{
+		{uuid: "MIG-a", gi: 1, compute: []nvml.ProcessInfo{pinfo(30, 1<<30)}, noUtil: true},
+		{uuid: "MIG-b", gi: 1, fail: nvml.ERROR_UNKNOWN, noUtil: true}, // a second compute instance of GI 1
+		{uuid: "MIG-c", gi: 2, compute: []nvml.ProcessInfo{pinfo(31, 1<<30)}, noUtil: true},
+	}}
+	s := newTestSampler(t, newMockNVML(g))
+	devs, err := s.Sample(context.Background())
+	des := DeviceErrors(err)
+	if len(des) != 1 || des[0].GPU != 0 || des[0].UUID != "GPU-0" || des[0].MIGUUID != "MIG-b" || !errors.Is(err, nvml.ERROR_UNKNOWN) {
+		t.Fatalf("error = %v (%+v); want MIG-b's", err, des)
+	}
+	if len(devs) != 1 || devs[0].MIGUUID != "MIG-c" {
+		t.Fatalf("devices = %+v; want GPU instance 2 alone", devs)
+	}
+}
+
+// The device count failing leaves nothing to list: the Sample fails whole.
+func TestNVMLSamplerDeviceCountFails(t *testing.T) {
+	t.Parallel()
+	lib := newMockNVML(&mockGPU{uuid: "GPU-0"}).lib()
+	lib.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+	s, err := NewNVML(NVMLConfig{Library: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	devs, err := s.Sample(context.Background())
+	if devs != nil || !errors.Is(err, nvml.ERROR_UNKNOWN) || len(DeviceErrors(err)) != 0 {
+		t.Fatalf("Sample = %+v, %v; want no devices and the count's error, of no device", devs, err)
+	}
+}
+
+// Process accounting with a lost GPU attributes the other GPUs' processes
+// and returns the lost GPU's failure, a counted collection error with NVML
+// available.
+func TestAccountantLostGPU(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 12, 1, cgroupOf(busyUID, busyCID))
+	m := newMockNVML(
+		&mockGPU{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}},
+		&mockGPU{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(11, 1<<30)}, lost: lostHandle},
+		&mockGPU{uuid: "GPU-2", compute: []nvml.ProcessInfo{pinfo(12, 2<<30)}},
+	)
+	a, reg, _ := newTestAccountant(t, root, newTestSampler(t, m), ModeContainer, names)
+	got, err := a.Collect(context.Background())
+	if !errors.Is(err, nvml.ERROR_GPU_IS_LOST) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Collect error = %v; want GPU 1's GPU_IS_LOST", err)
+	}
+	if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != 1 {
+		t.Errorf("gpu_exporter_process_accounting_available = %v, want 1", v)
+	}
+	if len(got) != 2 || got[0].UUID != "GPU-0" || got[1].UUID != "GPU-2" {
+		t.Fatalf("usage = %+v; want GPU-0 and GPU-2", got)
+	}
+	for i, want := range []uint64{1 << 30, 2 << 30} {
+		if c := got[i].Containers; len(c) != 1 || c[0].Pod != "busy" || c[0].MemoryBytes != want {
+			t.Errorf("%s containers = %+v", got[i].UUID, c)
+		}
 	}
 }
 

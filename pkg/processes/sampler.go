@@ -3,6 +3,7 @@ package processes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -23,6 +24,61 @@ const (
 	UnavailableRetry    = 30 * time.Second
 	UnavailableRetryMax = 5 * time.Minute
 )
+
+// DeviceError is the failure of one GPU or MIG device: a GPU fallen off
+// the bus answers every call on it with NVML's GPU_IS_LOST, its handle by
+// index included (nvml.h, nvmlDeviceGetHandleByIndex_v2: "if the target
+// GPU has fallen off the bus or is otherwise inaccessible"). A Sample
+// whose devices fail returns the others with the errors.Join of one
+// DeviceError per failed device (DeviceErrors lists them); the failed
+// devices are left out, never reported with older values.
+type DeviceError struct {
+	// GPU is the index of the physical GPU; UUID its UUID, empty when the
+	// failure came before it was read.
+	GPU  int
+	UUID string
+	// MIGUUID is the failed MIG device's UUID; empty for a whole GPU (or a
+	// GPU whose MIG devices could not be listed).
+	MIGUUID string
+	Err     error
+}
+
+func (e *DeviceError) Error() string {
+	switch {
+	case e.MIGUUID != "":
+		return fmt.Sprintf("GPU %d (%s) MIG device %s: %v", e.GPU, e.UUID, e.MIGUUID, e.Err)
+	case e.UUID != "":
+		return fmt.Sprintf("GPU %d (%s): %v", e.GPU, e.UUID, e.Err)
+	}
+	return fmt.Sprintf("GPU %d: %v", e.GPU, e.Err)
+}
+
+func (e *DeviceError) Unwrap() error { return e.Err }
+
+// DeviceErrors returns the DeviceErrors in err's tree (errors.Join and %w
+// wrapping), in order; none for a failure of the whole node.
+func DeviceErrors(err error) []*DeviceError {
+	var out []*DeviceError
+	var walk func(error)
+	walk = func(err error) {
+		if de, ok := err.(*DeviceError); ok { //nolint:errorlint // walking the tree by hand: errors.As finds the first only
+			out = append(out, de)
+			return
+		}
+		switch u := err.(type) { //nolint:errorlint // as above
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
 
 // Sampler lists, once per collection, the processes on every GPU and MIG
 // device with their memory and utilization. Implementations: NVML (beside
