@@ -135,7 +135,8 @@ type Accountant struct {
 	// logged holds the failure kinds already logged.
 	logged map[string]bool
 	// reached says whether the sampler reached the GPUs at the last
-	// Collect; 0 before the first.
+	// Collect that had an answer; reachUnknown before the first (the
+	// availability gauge has no series then).
 	reached reach
 }
 
@@ -201,6 +202,12 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	devs, err := a.sampler.Sample(ctx)
 	if errors.Is(err, ErrUnavailable) {
 		a.setAvailable(false, err)
+		// No process is listed while NVML is away: the cache is emptied
+		// (its PIDs may be reused before it is back), and the gauge says
+		// so instead of keeping the last count.
+		a.resolver.Begin()
+		a.resolver.End()
+		a.m.cached.Set(0)
 		return nil, err
 	}
 	if err == nil || devs != nil || !noAnswer(err) {
@@ -238,14 +245,14 @@ func (a *Accountant) setAvailable(ok bool, err error) {
 	was := a.reached
 	if ok {
 		a.reached = reachYes
-		a.m.available.Set(1)
+		a.m.available.WithLabelValues().Set(1)
 		if was == reachNo {
 			a.logger.Info("GPU process accounting available again")
 		}
 		return
 	}
 	a.reached = reachNo
-	a.m.available.Set(0)
+	a.m.available.WithLabelValues().Set(0)
 	if was != reachNo {
 		a.logger.Warn("GPU process accounting unavailable on this node; retried with back-off, not counted as a collection error (--collect.processes=off turns it off)",
 			"err", err, "retry_max", UnavailableRetryMax)

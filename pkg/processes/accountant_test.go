@@ -403,17 +403,27 @@ func equalUsage(got, want []Usage) bool {
 
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	v, ok := gaugeSeries(t, reg, name)
+	if !ok {
+		t.Fatalf("%s not exported", name)
+	}
+	return v
+}
+
+// gaugeSeries returns the value of the gauge without labels name, and
+// whether it has a series.
+func gaugeSeries(t *testing.T, reg *prometheus.Registry, name string) (float64, bool) {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), true
 		}
 	}
-	t.Fatalf("%s not registered", name)
-	return 0
+	return 0, false
 }
 
 func TestParseMode(t *testing.T) {
@@ -490,6 +500,9 @@ func (s *scriptedSampler) Sample(context.Context) ([]Device, error) {
 
 func (*scriptedSampler) Close() error { return nil }
 
+// absent stands for a gauge without a series in test tables.
+const absent = -1
+
 // A Sample that got no answer from the library (its call timed out, the
 // collection ended) says nothing of availability: the gauge keeps what
 // the last answer said, and no change is logged.
@@ -500,24 +513,55 @@ func TestAccountantAvailabilityWithoutAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		results []sampleResult
-		want    []float64 // the gauge after each Collect
+		want    []float64 // the gauge after each Collect; absent: no series
 	}{
-		{"timeout first", []sampleResult{{nil, timeout}, {[]Device{}, nil}}, []float64{0, 1}},
+		{"timeout first", []sampleResult{{nil, timeout}, {[]Device{}, nil}}, []float64{absent, 1}},
 		{"timeout after a good one", []sampleResult{{[]Device{}, nil}, {nil, timeout}, {nil, context.DeadlineExceeded}}, []float64{1, 1, 1}},
 		{"timeout while unavailable", []sampleResult{{nil, unavailable}, {nil, timeout}, {nil, unavailable}}, []float64{0, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			a, reg, logs := newTestAccountant(t, t.TempDir(), &scriptedSampler{results: tc.results}, ModeContainer, names)
+			if v, ok := gaugeSeries(t, reg, "gpu_exporter_process_accounting_available"); ok {
+				t.Errorf("gpu_exporter_process_accounting_available = %v before any Collect; want no series (nothing was tried)", v)
+			}
 			for i, want := range tc.want {
 				_, _ = a.Collect(context.Background())
-				if v := gauge(t, reg, "gpu_exporter_process_accounting_available"); v != want {
-					t.Errorf("after Collect %d: gpu_exporter_process_accounting_available = %v, want %v", i+1, v, want)
+				v, ok := gaugeSeries(t, reg, "gpu_exporter_process_accounting_available")
+				if !ok {
+					v = absent
+				}
+				if v != want {
+					t.Errorf("after Collect %d: gpu_exporter_process_accounting_available = %v, want %v (%v: no series)", i+1, v, want, absent)
 				}
 			}
 			if strings.Contains(logs.String(), "available again") {
 				t.Errorf("recovery logged without an answer:\n%s", logs)
 			}
 		})
+	}
+}
+
+// While process accounting is unavailable no process is listed: the PID
+// cache is emptied and gpu_exporter_process_accounting_cached_pids says 0,
+// not the count of the last good collection; it counts again once NVML is
+// back.
+func TestAccountantCachedPIDsWhileUnavailable(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeProc(t, root, 10, 1, cgroupOf(busyUID, busyCID))
+	writeProc(t, root, 11, 1, cgroupOf(busyUID, busyCID))
+	unavailable := fmt.Errorf("%w: nvml init: %w", ErrUnavailable, errors.New("Driver Not Loaded"))
+	good := sampleResult{devs: []Device{{UUID: "GPU-0", GPUInstance: -1, Processes: []Process{{PID: 10}, {PID: 11}}}}}
+	s := &scriptedSampler{results: []sampleResult{good, {nil, unavailable}, {nil, unavailable}, good}}
+	a, reg, _ := newTestAccountant(t, root, s, ModeContainer, names)
+	for i, want := range []float64{2, 0, 0, 2} {
+		_, _ = a.Collect(context.Background())
+		if v := gauge(t, reg, "gpu_exporter_process_accounting_cached_pids"); v != want {
+			t.Errorf("after Collect %d: gpu_exporter_process_accounting_cached_pids = %v, want %v", i+1, v, want)
+		}
+		if got := a.resolver.Cached(); float64(got) != want {
+			t.Errorf("after Collect %d: %d PIDs cached, want %v", i+1, got, want)
+		}
 	}
 }

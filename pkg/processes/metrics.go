@@ -9,7 +9,9 @@ import (
 )
 
 type metrics struct {
-	available  prometheus.Gauge
+	// available has no labels; it is a vector so that it has no series
+	// until NVML has first answered (setAvailable).
+	available  *prometheus.GaugeVec
 	podNames   prometheus.Gauge
 	cached     prometheus.Gauge
 	unresolved *prometheus.CounterVec
@@ -17,17 +19,17 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		available: prometheus.NewGauge(prometheus.GaugeOpts{
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpu_exporter_process_accounting_available",
-			Help: "Whether process accounting reaches the GPUs' processes (1), or cannot because NVML's library is missing or does not initialise on this node (0: retried with back-off, not counted as collection errors); 0 until the first collection.",
-		}),
+			Help: "Whether process accounting reaches the GPUs' processes (1), or cannot because NVML's library is missing or does not initialise on this node (0: retried with back-off, not counted as collection errors); absent until NVML first answers (no collection has reached process accounting yet, or its calls timed out).",
+		}, nil),
 		podNames: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_process_accounting_pod_names",
 			Help: "Whether process accounting names containers through the Kubernetes API (1) or, without API access, labels GPU usage with pod_uid and container_id only (0).",
 		}),
 		cached: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpu_exporter_process_accounting_cached_pids",
-			Help: "GPU processes whose container is cached by process accounting.",
+			Help: "GPU processes whose container is cached by process accounting; 0 while process accounting is unavailable (the cache is emptied).",
 		}),
 		unresolved: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpu_exporter_process_accounting_unresolved_total",
