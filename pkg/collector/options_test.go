@@ -16,13 +16,6 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 )
 
-func parseOptions(t *testing.T, args ...string) (*Options, error) {
-	t.Helper()
-	o := &Options{}
-	flagtest.Parse(t, o.AddFlags, args...)
-	return o, o.Validate()
-}
-
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -47,8 +40,8 @@ func TestOptionsValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o, err := parseOptions(t, tc.args...)
-			if flagtest.WantErr(t, err, tc.want) {
+			o := &Options{}
+			if flagtest.WantErr(t, flagtest.Validate(t, o, tc.args...), tc.want) {
 				return
 			}
 			if !tc.ok(o) {

@@ -28,8 +28,7 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			flagtest.Parse(t, o.AddFlags, tc.args...)
-			err := o.Validate()
+			err := flagtest.Validate(t, &o, tc.args...)
 			if err == nil {
 				if o.Enabled() != tc.enabled {
 					t.Errorf("Enabled = %v, want %v", o.Enabled(), tc.enabled)

@@ -12,13 +12,6 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
-func parseOptions(t *testing.T, args ...string) (*Options, error) {
-	t.Helper()
-	o := &Options{}
-	flagtest.Parse(t, o.AddFlags, args...)
-	return o, o.Validate()
-}
-
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -36,8 +29,8 @@ func TestOptionsValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o, err := parseOptions(t, tc.args...)
-			if flagtest.WantErr(t, err, tc.want) {
+			o := &Options{}
+			if flagtest.WantErr(t, flagtest.Validate(t, o, tc.args...), tc.want) {
 				return
 			}
 			// The settings without a flag bound slow clients.
@@ -67,8 +60,8 @@ func TestOptionsOpen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o, err := parseOptions(t, tc.args...)
-			if err != nil {
+			o := &Options{}
+			if err := flagtest.Validate(t, o, tc.args...); err != nil {
 				t.Fatal(err)
 			}
 			reg := prometheus.NewRegistry()

@@ -23,8 +23,7 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			flagtest.Parse(t, o.AddFlags, "--source="+tc.kind)
-			flagtest.WantErr(t, o.Validate(), tc.want)
+			flagtest.WantErr(t, flagtest.Validate(t, &o, "--source="+tc.kind), tc.want)
 		})
 	}
 }

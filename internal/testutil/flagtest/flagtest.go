@@ -24,6 +24,21 @@ func Parse(t testing.TB, addFlags func(*pflag.FlagSet), args ...string) *pflag.F
 	return fs
 }
 
+// Options is a package's options: flags declared by AddFlags, checked by
+// Validate once parsed.
+type Options interface {
+	AddFlags(fs *pflag.FlagSet)
+	Validate() error
+}
+
+// Validate parses args into o's flags, as Parse, and returns o's
+// validation error.
+func Validate(t testing.TB, o Options, args ...string) error {
+	t.Helper()
+	Parse(t, o.AddFlags, args...)
+	return o.Validate()
+}
+
 // WantErr checks err against want, a substring of the error wanted, or ""
 // for none: a missing, unexpected or different error fails t. It reports
 // whether the caller should stop checking, which it should after any error:

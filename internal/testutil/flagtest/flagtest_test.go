@@ -55,6 +55,47 @@ func TestWantErr(t *testing.T) {
 	}
 }
 
+// options is an Options with one flag, which must be positive.
+type options struct{ every time.Duration }
+
+func (o *options) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.every, "x.every", time.Second, "how often")
+}
+
+func (o *options) Validate() error {
+	if o.every <= 0 {
+		return fmt.Errorf("--x.every must be positive, got %s", o.every)
+	}
+	return nil
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		args  []string
+		want  string // Validate's error; "" for none
+		every time.Duration
+	}{
+		{"defaults", nil, "", time.Second},
+		{"given", []string{"--x.every=2s"}, "", 2 * time.Second},
+		{"refused", []string{"--x.every=0s"}, "--x.every must be positive, got 0s", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var o options
+			err := Validate(t, &o, tc.args...)
+			if (err == nil) != (tc.want == "") || (err != nil && err.Error() != tc.want) {
+				t.Errorf("Validate: %v, want %q", err, tc.want)
+			}
+			if o.every != tc.every {
+				t.Errorf("every %s, want %s", o.every, tc.every)
+			}
+		})
+	}
+}
+
 func TestParse(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

@@ -26,9 +26,7 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			flagtest.Parse(t, o.AddFlags, tc.args...)
-			err := o.Validate()
-			if flagtest.WantErr(t, err, tc.want) {
+			if flagtest.WantErr(t, flagtest.Validate(t, &o, tc.args...), tc.want) {
 				return
 			}
 			host, remote := o.RemoteHost()

@@ -21,8 +21,7 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			flagtest.Parse(t, o.AddFlags, tc.args...)
-			flagtest.WantErr(t, o.Validate(), tc.want)
+			flagtest.WantErr(t, flagtest.Validate(t, &o, tc.args...), tc.want)
 		})
 	}
 }
