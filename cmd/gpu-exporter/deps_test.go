@@ -17,16 +17,36 @@ import (
 // fields it reads into a type of its own (pkg/podlabels/pod.go).
 func TestBinaryLinksNoHeavyKubernetesPackages(t *testing.T) {
 	t.Parallel()
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
 	heavy := []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/listers", "k8s.io/client-go/applyconfigurations", "k8s.io/api"}
-	for _, pkg := range strings.Fields(string(out)) {
+	for _, pkg := range linkedPackages(t) {
 		for _, h := range heavy {
 			if pkg == h || strings.HasPrefix(pkg, h+"/") {
 				t.Errorf("the binary links %s", pkg)
 			}
 		}
 	}
+}
+
+// TestBinaryLinksNoTestHelpers keeps the test helpers under
+// internal/testutil (poll, flagtest) out of the binary: only _test.go
+// files may import them.
+func TestBinaryLinksNoTestHelpers(t *testing.T) {
+	t.Parallel()
+	const helpers = "github.com/gpu-exporter/gpu-exporter/internal/testutil"
+	for _, pkg := range linkedPackages(t) {
+		if pkg == helpers || strings.HasPrefix(pkg, helpers+"/") {
+			t.Errorf("the binary links the test helper %s", pkg)
+		}
+	}
+}
+
+// linkedPackages lists the packages the binary links (go list -deps); it
+// skips t where the go command cannot run.
+func linkedPackages(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	return strings.Fields(string(out))
 }

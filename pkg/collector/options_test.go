@@ -11,22 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 )
-
-func parseOptions(t *testing.T, args ...string) (*Options, error) {
-	t.Helper()
-	o := &Options{}
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return o, o.Validate()
-}
 
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
@@ -52,15 +40,9 @@ func TestOptionsValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o, err := parseOptions(t, tc.args...)
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-				}
+			o := &Options{}
+			if flagtest.WantErr(t, flagtest.Validate(t, o, tc.args...), tc.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !tc.ok(o) {
 				t.Errorf("options %+v", o)
@@ -103,14 +85,9 @@ func TestOptionsCounters(t *testing.T) {
 			o := &Options{CountersFile: tc.file}
 			naming := &exposition.NamingOptions{Naming: tc.naming, XIDCountWindow: time.Minute, ClockEventsCountWindow: time.Minute}
 			k, err := o.Counters(context.Background(), naming, cat, slog.New(slog.NewTextHandler(&log, nil)))
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "bad.csv:1") {
-					t.Fatalf("Counters: %v, want an error containing %q and the file's line", err, tc.want)
-				}
+			if flagtest.WantErr(t, err, tc.want) {
+				flagtest.WantErr(t, err, "bad.csv:1") // the file's line
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			want := tc.fields
 			if want < 0 {

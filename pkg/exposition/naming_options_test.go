@@ -2,10 +2,9 @@ package exposition
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
 func TestNamingOptions(t *testing.T) {
@@ -31,20 +30,10 @@ func TestNamingOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o NamingOptions
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
+			fs := flagtest.Parse(t, o.AddFlags, tc.args...)
 			err := o.Validate()
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-				}
+			if flagtest.WantErr(t, err, tc.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			asked := false
 			d := o.DCGMFor(func() string { asked = true; return "node-7" })

@@ -2,11 +2,10 @@ package hpcjobs
 
 import (
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
 func TestOptions(t *testing.T) {
@@ -32,20 +31,10 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
+			flagtest.Parse(t, o.AddFlags, tc.args...)
 			err := o.Validate(2 * time.Second)
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-				}
+			if flagtest.WantErr(t, err, tc.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if o.RefreshInterval != tc.refresh {
 				t.Errorf("refresh interval %s, want %s", o.RefreshInterval, tc.refresh)

@@ -2,10 +2,9 @@ package podlabels
 
 import (
 	"log/slog"
-	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
 func TestOptions(t *testing.T) {
@@ -29,12 +28,7 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
+			err := flagtest.Validate(t, &o, tc.args...)
 			if err == nil {
 				if o.Enabled() != tc.enabled {
 					t.Errorf("Enabled = %v, want %v", o.Enabled(), tc.enabled)
@@ -47,12 +41,7 @@ func TestOptions(t *testing.T) {
 					t.Fatal("a store outside a cluster")
 				}
 			}
-			if tc.want == "" && err != nil {
-				t.Fatal(err)
-			}
-			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Fatalf("error %v, want one containing %q", err, tc.want)
-			}
+			flagtest.WantErr(t, err, tc.want)
 		})
 	}
 }

@@ -9,17 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
 func parseOptions(t *testing.T, collect time.Duration, args ...string) (*Options, error) {
 	t.Helper()
 	o := &Options{}
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
+	flagtest.Parse(t, o.AddFlags, args...)
 	return o, o.Validate(collect)
 }
 
@@ -55,14 +51,8 @@ func TestOptionsValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			o, err := parseOptions(t, tc.collect, tc.args...)
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-				}
+			if flagtest.WantErr(t, err, tc.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !tc.ok(o) {
 				t.Errorf("options %+v", o)

@@ -1,10 +1,9 @@
 package processes
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
 func TestOptions(t *testing.T) {
@@ -25,20 +24,11 @@ func TestOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var o Options
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-				}
+			if flagtest.WantErr(t, flagtest.Validate(t, &o, tc.args...), tc.want) {
 				return
 			}
-			if err != nil || o.Mode != tc.mode {
-				t.Errorf("mode %s (%v), want %s", o.Mode, err, tc.mode)
+			if o.Mode != tc.mode {
+				t.Errorf("mode %s, want %s", o.Mode, tc.mode)
 			}
 		})
 	}

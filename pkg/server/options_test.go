@@ -4,24 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
-)
 
-func parseOptions(t *testing.T, args ...string) (*Options, error) {
-	t.Helper()
-	o := &Options{}
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return o, o.Validate()
-}
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
+)
 
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
@@ -40,19 +29,13 @@ func TestOptionsValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o, err := parseOptions(t, tc.args...)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				// The settings without a flag bound slow clients.
-				if o.ReadHeaderTimeout <= 0 || o.IdleTimeout <= 0 || o.MaxHeaderBytes <= 0 || o.SelfMetricsMaxAge <= 0 || o.ShutdownGrace != 10*time.Second {
-					t.Errorf("defaults %+v", o)
-				}
+			o := &Options{}
+			if flagtest.WantErr(t, flagtest.Validate(t, o, tc.args...), tc.want) {
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
+			// The settings without a flag bound slow clients.
+			if o.ReadHeaderTimeout <= 0 || o.IdleTimeout <= 0 || o.MaxHeaderBytes <= 0 || o.SelfMetricsMaxAge <= 0 || o.ShutdownGrace != 10*time.Second {
+				t.Errorf("defaults %+v", o)
 			}
 		})
 	}
@@ -77,20 +60,14 @@ func TestOptionsOpen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o, err := parseOptions(t, tc.args...)
-			if err != nil {
+			o := &Options{}
+			if err := flagtest.Validate(t, o, tc.args...); err != nil {
 				t.Fatal(err)
 			}
 			reg := prometheus.NewRegistry()
 			s, err := o.Open(context.Background(), &fakePages{}, reg, reg, slog.New(slog.DiscardHandler))
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Open: %v, want an error containing %q", err, tc.want)
-				}
+			if flagtest.WantErr(t, err, tc.want) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(s.Addrs()) != 1 {
 				t.Errorf("listening on %v, want one address", s.Addrs())

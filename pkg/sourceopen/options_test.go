@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 )
 
@@ -20,16 +20,11 @@ func TestOptions(t *testing.T) {
 		{"auto", ""}, {"dcgm", ""}, {"nvml", ""}, {"sim", ""},
 		{"cuda", `--source: unknown source "cuda" (want auto, dcgm, nvml or sim)`},
 	} {
-		var o Options
-		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		o.AddFlags(fs)
-		if err := fs.Parse([]string{"--source=" + tc.kind}); err != nil {
-			t.Fatal(err)
-		}
-		err := o.Validate()
-		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
-			t.Errorf("--source=%s: Validate: %v, want %q", tc.kind, err, tc.want)
-		}
+		t.Run(tc.kind, func(t *testing.T) {
+			t.Parallel()
+			var o Options
+			flagtest.WantErr(t, flagtest.Validate(t, &o, "--source="+tc.kind), tc.want)
+		})
 	}
 }
 

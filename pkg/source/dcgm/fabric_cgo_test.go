@@ -51,6 +51,26 @@ func fabricConfig() Config {
 	return c
 }
 
+// fabricSteps stops the source's clock as if the fabric had just been
+// read and returns next, which writes state and reads once the clock has
+// moved on by interval, so that every call reads the fabric again.
+func (h *harness) fabricSteps(interval time.Duration) (next func(fakedcgm.State) *source.Sample) {
+	h.t.Helper()
+	clock := time.Now()
+	h.src.mu.Lock()
+	h.src.now = func() time.Time { return clock }
+	h.src.fabricReadAt, h.src.fabric.at = clock, clock
+	h.src.mu.Unlock()
+	return func(state fakedcgm.State) *source.Sample {
+		h.t.Helper()
+		h.env.Write(h.t, state)
+		h.src.mu.Lock()
+		clock = clock.Add(interval)
+		h.src.mu.Unlock()
+		return h.read()
+	}
+}
+
 func keys(inv *source.Inventory) []string {
 	var out []string
 	for _, e := range inv.Entities {
@@ -242,20 +262,7 @@ func TestLinkStatusFailureKeepsLinks(t *testing.T) {
 		_, ok := value(t, s, "link:1:1", 409).Number()
 		return ok
 	})
-	clock := time.Now()
-	h.src.mu.Lock()
-	h.src.now = func() time.Time { return clock }
-	h.src.fabricReadAt, h.src.fabric.at = clock, clock
-	h.src.mu.Unlock()
-	// next reads after the fabric interval has passed, on state.
-	next := func(state fakedcgm.State) *source.Sample {
-		t.Helper()
-		h.env.Write(t, state)
-		h.src.mu.Lock()
-		clock = clock.Add(cfg.FabricInterval)
-		h.src.mu.Unlock()
-		return h.read()
-	}
+	next := h.fabricSteps(cfg.FabricInterval)
 	stateOf := func(s *source.Sample, key string) source.LinkState {
 		t.Helper()
 		for e := range s.Inventory.Entities {
@@ -356,19 +363,7 @@ func TestSwitchListFailureKeepsSwitches(t *testing.T) {
 			cfg := fabricConfig()
 			h := start(t, tc.state(), cfg)
 			h.watch("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS")
-			clock := time.Now()
-			h.src.mu.Lock()
-			h.src.now = func() time.Time { return clock }
-			h.src.fabricReadAt, h.src.fabric.at = clock, clock
-			h.src.mu.Unlock()
-			next := func(state fakedcgm.State) *source.Sample {
-				t.Helper()
-				h.env.Write(t, state)
-				h.src.mu.Lock()
-				clock = clock.Add(cfg.FabricInterval)
-				h.src.mu.Unlock()
-				return h.read()
-			}
+			next := h.fabricSteps(cfg.FabricInterval)
 			inv := next(tc.state()).Inventory
 			failing := tc.state()
 			failing.Faults = []fakedcgm.Fault{{Func: "dcgmGetEntityGroupEntities", Code: fakedcgm.StNVMLError}}

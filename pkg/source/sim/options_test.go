@@ -1,32 +1,27 @@
 package sim
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 )
 
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
+		name string
 		args []string
 		want string // Validate's error; "" for none
 	}{
-		{nil, ""},
-		{[]string{"--sim.scenario=/etc/scenario.yaml"}, ""},
-		{[]string{"--sim.scenario= "}, "--sim.scenario must name a built-in scenario or a file"},
+		{"default", nil, ""},
+		{"file", []string{"--sim.scenario=/etc/scenario.yaml"}, ""},
+		{"blank", []string{"--sim.scenario= "}, "--sim.scenario must name a built-in scenario or a file"},
 	}
 	for _, tc := range cases {
-		var o Options
-		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		o.AddFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		err := o.Validate()
-		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
-			t.Errorf("%v: Validate: %v, want %q", tc.args, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var o Options
+			flagtest.WantErr(t, flagtest.Validate(t, &o, tc.args...), tc.want)
+		})
 	}
 }
