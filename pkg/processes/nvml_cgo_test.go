@@ -35,9 +35,9 @@ type mockGPU struct {
 	lost lostAt
 	// migListFail is what GetMigDeviceHandleByIndex answers, when set.
 	migListFail nvml.Return
-	migs    []*mockGPU  // MIG devices: the GPU is in MIG mode
-	gi      int         // GPU instance id of a MIG device
-	seen    []uint64    // lastSeen arguments received
+	migs        []*mockGPU // MIG devices: the GPU is in MIG mode
+	gi          int        // GPU instance id of a MIG device
+	seen        []uint64   // lastSeen arguments received
 }
 
 // lostAt is where a lost GPU's calls start to fail.
@@ -93,7 +93,7 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			}
 			return list(func() []nvml.ProcessInfo { return g.mps })()
 		},
-		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
+		GetGpuInstanceIdFunc: func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
 		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) {
 			if g.isLost(m, lostCalls) {
 				return 0, nvml.ERROR_GPU_IS_LOST
