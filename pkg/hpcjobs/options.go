@@ -33,14 +33,9 @@ func (o *Options) Validate(collectInterval time.Duration) error {
 	if o.Dir != "" && !filepath.IsAbs(o.Dir) {
 		return fmt.Errorf("--hpc.job-mapping-dir must be an absolute path, got %q", o.Dir)
 	}
-	if o.RefreshInterval < 0 {
-		return fmt.Errorf("--hpc.refresh-interval must not be negative, got %s", o.RefreshInterval)
-	}
-	if o.RefreshInterval == 0 {
-		o.RefreshInterval = collectInterval
-	}
-	if o.RefreshInterval < source.MinInterval {
-		return fmt.Errorf("--hpc.refresh-interval must be at least %s, got %s", source.MinInterval, o.RefreshInterval)
+	var err error
+	if o.RefreshInterval, err = source.RefreshInterval("--hpc.refresh-interval", o.RefreshInterval, collectInterval); err != nil {
+		return err
 	}
 	return nil
 }

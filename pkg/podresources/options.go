@@ -67,14 +67,8 @@ func (o *Options) Validate(collectInterval time.Duration) error {
 	if o.IDType, err = ParseIDType(o.GPUIDType); err != nil {
 		return fmt.Errorf("--kubernetes.gpu-id-type: %w", err)
 	}
-	if o.RefreshInterval < 0 {
-		return fmt.Errorf("--kubernetes.refresh-interval must not be negative, got %s", o.RefreshInterval)
-	}
-	if o.RefreshInterval == 0 {
-		o.RefreshInterval = collectInterval
-	}
-	if o.RefreshInterval < source.MinInterval {
-		return fmt.Errorf("--kubernetes.refresh-interval must be at least %s, got %s", source.MinInterval, o.RefreshInterval)
+	if o.RefreshInterval, err = source.RefreshInterval("--kubernetes.refresh-interval", o.RefreshInterval, collectInterval); err != nil {
+		return err
 	}
 	if o.CallTimeout <= 0 {
 		return fmt.Errorf("--kubernetes.timeout must be positive, got %s", o.CallTimeout)
