@@ -75,6 +75,9 @@ func argsFrom(args []string, subcommand string) ([]string, error) {
 	if len(from) == 0 || from[0] == "" {
 		return nil, fmt.Errorf("--args-from %s: empty command line", file)
 	}
+	if err := exporterCommandLine(file, from[0]); err != nil {
+		return nil, err
+	}
 	from = from[1:] // the program
 	if len(from) > 0 && from[0] == subcommand {
 		from = from[1:]
