@@ -57,7 +57,7 @@ func argsFrom(args []string, subcommand string) ([]string, error) {
 				return nil, errors.New("--args-from needs a file, such as /proc/1/cmdline")
 			}
 			i++
-			file = args[i]
+			file = args[i] //nolint:gosec // G602: i < len(args), checked above
 		case strings.HasPrefix(a, "--args-from="):
 			file = strings.TrimPrefix(a, "--args-from=")
 		default:
