@@ -30,7 +30,7 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 2
 	}
-	o, _, err := parseFlags(rest, getenv, stderr)
+	o, fs, err := parseFlags(rest, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprintln(stderr, "\ngpu-exporter doctor [--output=text|json] [--args-from=/proc/1/cmdline] [exporter flags]: check what the exporter with these flags needs, once, and say how to fix what is broken.\n"+
 			"--args-from reads the flags of a running exporter from its command line (NUL-separated, as /proc/PID/cmdline), before the flags given here.")
@@ -47,7 +47,9 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 1
 	}
-	report := doctor.Run(ctx, a.doctorConfig())
+	cfg := a.doctorConfig()
+	cfg.Processes.Given = fs.Changed("collect.processes")
+	report := doctor.Run(ctx, cfg)
 	if output == "json" {
 		err = report.WriteJSON(stdout)
 	} else {
@@ -83,5 +85,15 @@ func (a *app) doctorConfig() doctor.Config {
 		Settle:    2 * o.collect.Interval,
 		PodLabels: o.podLabels.Enabled(),
 		NodeName:  o.nodeName,
+		Processes: doctor.Processes{
+			Mode: o.processes.Mode, Naming: o.naming.Name, Runs: exposition.ExportsProcesses(o.naming.Naming),
+			Sampling: func() *doctor.ProcessSampling {
+				ps := a.procSampling // set by the opener when process accounting runs
+				if ps == nil {
+					return nil
+				}
+				return &doctor.ProcessSampling{Sampler: ps.Sampler, Procfs: ps.Procfs, HostPIDs: ps.HostPIDs, Pods: ps.Pods != nil}
+			},
+		},
 	}
 }

@@ -57,7 +57,7 @@ func argsFrom(args []string, subcommand string) ([]string, error) {
 				return nil, errors.New("--args-from needs a file, such as /proc/1/cmdline")
 			}
 			i++
-			file = args[i]
+			file = args[i] //nolint:gosec // G602: i < len(args), checked above
 		case strings.HasPrefix(a, "--args-from="):
 			file = strings.TrimPrefix(a, "--args-from=")
 		default:
@@ -74,6 +74,9 @@ func argsFrom(args []string, subcommand string) ([]string, error) {
 	from := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
 	if len(from) == 0 || from[0] == "" {
 		return nil, fmt.Errorf("--args-from %s: empty command line", file)
+	}
+	if err := exporterCommandLine(file, from[0]); err != nil {
+		return nil, err
 	}
 	from = from[1:] // the program
 	if len(from) > 0 && from[0] == subcommand {

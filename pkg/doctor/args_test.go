@@ -51,3 +51,48 @@ func TestArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsFromHostPID: with hostPID (process accounting) /proc/1/cmdline
+// is the host's init; the doctor refuses it and names the exporters the
+// procfs shows, not itself.
+func TestArgsFromHostPID(t *testing.T) {
+	t.Parallel()
+	proc := t.TempDir()
+	for pid, line := range map[string]string{
+		"1":    "/usr/lib/systemd/systemd\x00--switched-root\x00--system\x00--deserialize=31\x00",
+		"812":  "/usr/bin/containerd\x00",
+		"4242": "/usr/bin/gpu-exporter\x00--collect.processes=container\x00--path.procfs=/host/proc\x00",
+		"4300": "gpu-exporter\x00doctor\x00--args-from=/proc/1/cmdline\x00",
+	} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "cmdline"), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		file string
+		want string // substring of the error; "" for none
+	}{
+		{filepath.Join(proc, "1", "cmdline"), "the command line of /usr/lib/systemd/systemd, not of gpu-exporter; with hostPID (process accounting) PID 1 is the host's init: use --args-from=" + filepath.Join(proc, "4242", "cmdline")},
+		{filepath.Join(proc, "812", "cmdline"), "use --args-from=" + filepath.Join(proc, "4242", "cmdline")},
+		{filepath.Join(proc, "4242", "cmdline"), ""},
+		{filepath.Join(proc, "4300", "cmdline"), ""},
+	}
+	for _, tc := range cases {
+		_, err := argsFrom([]string{"--args-from=" + tc.file}, "doctor")
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("--args-from=%s: error %v, want %q", tc.file, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "4300") {
+			t.Errorf("--args-from=%s: error %v names the doctor's own command line", tc.file, err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(proc, "4242")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := argsFrom([]string{"--args-from=" + filepath.Join(proc, "1", "cmdline")}, "doctor"); err == nil || !strings.Contains(err.Error(), "shows no running gpu-exporter") {
+		t.Errorf("without a running exporter: error %v, want one saying none runs", err)
+	}
+}

@@ -1,7 +1,7 @@
 // Package doctor checks, once and each with a deadline, every dependency
 // the exporter's configuration needs (GPU source and its libraries, watched
 // fields, kubelet pod-resources socket, web and counters files, device
-// nodes) and reports each with what was found and how to fix it. It reuses
+// nodes, process accounting) and reports each with what was found and how to fix it. It reuses
 // the exporter's own code paths: the caller hands it the source opener the
 // exporter uses, and it reads files and the kubelet with the same packages.
 package doctor
@@ -38,6 +38,7 @@ const (
 	CheckFields    = "fields"
 	CheckKubelet   = "kubelet"
 	CheckPodLabels = "pod-labels"
+	CheckProcesses = "processes"
 	CheckDevices   = "devices"
 	CheckProfiling = "profiling"
 )
@@ -173,6 +174,8 @@ type Config struct {
 	PodLabels bool
 	// NodeName is $NODE_NAME.
 	NodeName string
+	// Processes is the process accounting configuration.
+	Processes Processes
 
 	// Settle is how long the fields check keeps reading while some field
 	// is blank everywhere, for the source's first samples: about two
@@ -227,6 +230,7 @@ func Run(ctx context.Context, cfg Config) *Report {
 	if cfg.PodLabels {
 		r.Results = append(r.Results, checkPodLabels(cfg))
 	}
+	r.Results = append(r.Results, checkProcesses(ctx, cfg))
 	r.Results = append(r.Results, checkDevices(cfg), checkProfiling(cfg, set))
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -659,6 +660,84 @@ func TestHelmRefusals(t *testing.T) {
 			_, err := helmTemplate(t, chartDir, tc.values)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("want a refusal saying %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// TestHelmProcessesNamingRefusal: the chart refuses process accounting's
+// per-process mode under dcgm naming, which the exporter refuses at start
+// (the pod would crash-loop), however the naming reaches the exporter
+// (extraArgs, or extraEnv's GPU_EXPORTER_NAMING without a --naming flag),
+// and renders every other combination. The built exporter is the oracle:
+// the chart's arguments without the naming, plus the naming as the case
+// gives it, must be refused exactly when the chart refuses.
+func TestHelmProcessesNamingRefusal(t *testing.T) {
+	t.Parallel()
+	const want = "--collect.processes=process (from %s) needs --naming=prometheus, but --naming=dcgm comes from %s"
+	on := func(mode string) map[string]any { return map[string]any{"enabled": true, "mode": mode} }
+	cases := []struct {
+		name       string
+		accounting map[string]any
+		extraArgs  []string // without the naming
+		namingArgs []string // extraArgs that set the naming, after extraArgs
+		namingEnv  string   // GPU_EXPORTER_NAMING in extraEnv; "" for none
+		// refusal is the message expected, "" when the chart renders.
+		refusal string
+	}{
+		{name: "process mode, dcgm naming in extraArgs", accounting: on("process"), namingArgs: []string{"--naming=dcgm"},
+			refusal: fmt.Sprintf(want, "processAccounting.mode", "extraArgs")},
+		{name: "process mode, dcgm naming in extraEnv", accounting: on("process"), namingEnv: "dcgm",
+			refusal: fmt.Sprintf(want, "processAccounting.mode", "extraEnv GPU_EXPORTER_NAMING")},
+		{name: "process mode from extraArgs, dcgm naming", extraArgs: []string{"--collect.processes=process"}, namingArgs: []string{"--naming=dcgm"},
+			refusal: fmt.Sprintf(want, "extraArgs", "extraArgs")},
+		{name: "the last --naming wins: dcgm", accounting: on("process"), namingArgs: []string{"--naming=prometheus", "--naming=dcgm"},
+			refusal: fmt.Sprintf(want, "processAccounting.mode", "extraArgs")},
+		{name: "the last --naming wins: prometheus", accounting: on("process"), namingArgs: []string{"--naming=dcgm", "--naming=prometheus"}},
+		{name: "a --naming flag wins over GPU_EXPORTER_NAMING", accounting: on("process"), namingArgs: []string{"--naming=prometheus"}, namingEnv: "dcgm"},
+		{name: "container mode under dcgm naming only idles", accounting: on("container"), namingArgs: []string{"--naming=dcgm"}},
+		{name: "accounting off under dcgm naming", namingArgs: []string{"--naming=dcgm"}},
+		{name: "process mode overridden by extraArgs", accounting: on("process"), extraArgs: []string{"--collect.processes=container"}, namingArgs: []string{"--naming=dcgm"}},
+		{name: "process mode, prometheus naming", accounting: on("process")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			values := func(naming bool) map[string]any {
+				v := map[string]any{}
+				if tc.accounting != nil {
+					v["processAccounting"] = tc.accounting
+				}
+				args := slices.Clone(tc.extraArgs)
+				if naming {
+					args = append(args, tc.namingArgs...)
+					if tc.namingEnv != "" {
+						v["extraEnv"] = []any{map[string]any{"name": "GPU_EXPORTER_NAMING", "value": tc.namingEnv}}
+					}
+				}
+				if len(args) > 0 {
+					v["extraArgs"] = args
+				}
+				return v
+			}
+			_, err := helmTemplate(t, chartDir, values(true))
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Fatalf("the chart refuses: %v", err)
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Fatalf("want a refusal saying %q, got %v", tc.refusal, err)
+			}
+			// The oracle: the exporter with the chart's arguments.
+			_, objs := render(t, chartDir, values(false))
+			args := append(stringList(exporterContainer(t, objs), "args"), tc.namingArgs...)
+			cmd := exec.Command(exporterBinary(t), append(args, "--version")...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			if tc.namingEnv != "" {
+				cmd.Env = append(cmd.Env, "GPU_EXPORTER_NAMING="+tc.namingEnv)
+			}
+			out, runErr := cmd.CombinedOutput()
+			if refused := runErr != nil; refused != (tc.refusal != "") {
+				t.Errorf("the exporter with %q (GPU_EXPORTER_NAMING=%q): refused %v, the chart: refused %v\n%s", args, tc.namingEnv, refused, tc.refusal != "", out)
 			}
 		})
 	}

@@ -150,6 +150,43 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- end }}
 {{- end }}
 
+{{/* Refuses process accounting's per-process mode under dcgm naming,
+which the exporter refuses at start (exit 2: "--collect.processes=process
+needs --naming=prometheus"), so the pod would crash-loop. The chart has no
+naming value: --naming=X comes from extraArgs (the last one wins, as pflag
+reads them) or, without one, from extraEnv's GPU_EXPORTER_NAMING (a flag
+wins over its environment twin). --collect.processes is always on the
+command line: the chart's, or a later one in extraArgs (the schema makes
+every extraArgs item a --flag or --flag=value). Container mode under dcgm
+naming only idles (the exporter warns and starts): it renders. */}}
+{{- define "gpu-exporter.checkProcessesNaming" -}}
+{{- $args := include "gpu-exporter.args" . | fromYamlArray }}
+{{- $naming := "prometheus" }}
+{{- $namingFrom := "the default" }}
+{{- range .Values.extraEnv }}
+{{- if and (eq (toString .name) "GPU_EXPORTER_NAMING") (hasKey . "value") }}
+{{- $naming = toString .value }}
+{{- $namingFrom = "extraEnv GPU_EXPORTER_NAMING" }}
+{{- end }}
+{{- end }}
+{{- $processes := "" }}
+{{- $processesFrom := "processAccounting.mode" }}
+{{- $chartArgs := sub (len $args) (len .Values.extraArgs) }}
+{{- range $i, $a := $args }}
+{{- $a = toString $a }}
+{{- if hasPrefix "--naming=" $a }}
+{{- $naming = trimPrefix "--naming=" $a }}
+{{- $namingFrom = "extraArgs" }}
+{{- else if hasPrefix "--collect.processes=" $a }}
+{{- $processes = trimPrefix "--collect.processes=" $a }}
+{{- if ge $i $chartArgs }}{{ $processesFrom = "extraArgs" }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if and (eq $processes "process") (eq $naming "dcgm") }}
+{{- fail (printf "--collect.processes=process (from %s) needs --naming=prometheus, but --naming=dcgm comes from %s: dcgm naming has no per-process families and the exporter refuses to start with both (the pod would crash-loop); use processAccounting.mode=container or turn process accounting off, or drop --naming=dcgm" $processesFrom $namingFrom) }}
+{{- end }}
+{{- end }}
+
 {{/* The exporter container's security context: the values', plus
 SYS_ADMIN when embedded DCGM collects profiling fields (the capability is
 effective only for uid 0: Kubernetes sets no ambient capabilities). uid 0

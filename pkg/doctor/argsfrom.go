@@ -1,0 +1,70 @@
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// exporterProgram is the exporter's program name (the image's
+// /usr/bin/gpu-exporter, the systemd unit's).
+const exporterProgram = "gpu-exporter"
+
+// exporterCommandLine refuses an --args-from file whose program is not the
+// exporter, rather than reading another program's arguments as flags. The
+// documented /proc/1/cmdline is the exporter's only in a pod with its own
+// PID namespace: with hostPID (process accounting) the pod shares the
+// host's, whose PID 1 is the host's init (pid_namespaces(7)). For a
+// /proc/<pid>/cmdline file it names the exporters the same procfs shows.
+func exporterCommandLine(file, program string) error {
+	base := filepath.Base(program)
+	if base == exporterProgram {
+		return nil
+	}
+	if self, err := os.Executable(); err == nil && base == filepath.Base(self) {
+		return nil // a renamed binary running its own doctor
+	}
+	msg := fmt.Sprintf("--args-from %s: the command line of %s, not of %s", file, program, exporterProgram)
+	if filepath.Base(file) != "cmdline" {
+		return fmt.Errorf("%s: name the exporter's command line (/proc/<pid>/cmdline)", msg)
+	}
+	procfs := filepath.Dir(filepath.Dir(file))
+	found := exporterCommandLines(procfs)
+	if len(found) == 0 {
+		return fmt.Errorf("%s; with hostPID (process accounting) PID 1 is the host's init, and %s shows no running %s: name its /proc/<pid>/cmdline", msg, procfs, exporterProgram)
+	}
+	return fmt.Errorf("%s; with hostPID (process accounting) PID 1 is the host's init: use --args-from=%s", msg, strings.Join(found, " or --args-from="))
+}
+
+// exporterCommandLines lists the cmdline files under procfs of running
+// exporters (not doctors), by PID.
+func exporterCommandLines(procfs string) []string {
+	entries, err := os.ReadDir(procfs)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(procfs, e.Name(), "cmdline")) //nolint:gosec // G304: a procfs path built from a PID
+		if err != nil {
+			continue // exited, or not readable
+		}
+		argv := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if filepath.Base(argv[0]) == exporterProgram && (len(argv) == 1 || argv[1] != "doctor") {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	out := make([]string, 0, len(pids))
+	for _, pid := range pids {
+		out = append(out, filepath.Join(procfs, strconv.Itoa(pid), "cmdline"))
+	}
+	return out
+}
