@@ -137,6 +137,9 @@ func (r *Reader) Refresh(ctx context.Context) error {
 			continue // temporary files of atomic writes; subdirectories, as dcgm-exporter skips them
 		}
 		path := filepath.Join(r.cfg.Dir, name)
+		if linksToDir(ctx, de, path) {
+			continue // a subdirectory too, reached through a link
+		}
 		key, ok := ParseName(name)
 		if !ok {
 			r.problem(problems, path, ReasonName, 0, nil)
@@ -250,6 +253,23 @@ func (r *Reader) publish(t *Table) {
 // config.ReadTimeout.
 func readMappingFile(ctx context.Context, path string) ([]byte, error) {
 	return config.ReadFileLimit(ctx, path, MaxFileBytes)
+}
+
+// linksToDir reports whether a directory entry is a symbolic link to a
+// directory, which is skipped as a subdirectory is. os.ReadDir's entries
+// describe the link itself, not its target, so de.IsDir is false for it;
+// dcgm-exporter skips directories by the entry alone (getGPUFiles in
+// internal/pkg/transformation/hpc.go: DirEntry.Info().IsDir()), so a link
+// to a directory passes its check and the read of it fails; here it is
+// skipped as the directory it leads to. The stat is bounded as the file
+// reads are; a link that cannot be followed is no directory, and its read
+// reports it.
+func linksToDir(ctx context.Context, de fs.DirEntry, path string) bool {
+	if de.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	st, err := config.Bounded(ctx, path, config.ReadTimeout, func() (fs.FileInfo, error) { return os.Stat(path) })
+	return err == nil && st.IsDir()
 }
 
 // readDir lists dir on its own goroutine and gives up when ctx is done: a

@@ -546,3 +546,92 @@ func TestReaderRefusesLargeOrSpecialTargets(t *testing.T) {
 		})
 	}
 }
+
+// A symbolic link to a directory is skipped silently, as a subdirectory
+// is (dcgm-exporter skips subdirectories), whatever its name; a link to a
+// regular file is read through it, and one to a named pipe is still
+// refused and counted unreadable.
+func TestReaderSymlinks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		link       string // its name in the mapping directory
+		target     func(t *testing.T, outside string) string
+		jobs       []string // GPU 1's jobs
+		unreadable float64
+		logged     bool
+	}{
+		{"to a directory, named like a GPU", "1", dirTarget, nil, 0, false},
+		{"to a directory, named like no GPU", "lost+found", dirTarget, nil, 0, false},
+		{"to a link to a directory", "1", func(t *testing.T, outside string) string {
+			p := filepath.Join(outside, "link-to-dir")
+			if err := os.Symlink(dirTarget(t, outside), p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, nil, 0, false},
+		{"to a directory, relative", "1", func(t *testing.T, outside string) string {
+			if err := os.Mkdir(filepath.Join(outside, "jobs", "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return "sub"
+		}, nil, 0, false},
+		{"to a regular file", "1", func(t *testing.T, outside string) string {
+			p := filepath.Join(outside, "file")
+			if err := os.WriteFile(p, []byte("200\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, []string{"200"}, 0, false},
+		{"to a named pipe", "1", func(t *testing.T, outside string) string {
+			p := filepath.Join(outside, "fifo")
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, nil, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.write("0", "100\n")
+			link := filepath.Join(h.dir, tc.link)
+			if err := os.Symlink(tc.target(t, filepath.Dir(h.dir)), link); err != nil {
+				t.Fatal(err)
+			}
+			tab := h.refresh()
+			if got := ids(tab.Jobs(gpu(0))); !slices.Equal(got, []string{"100"}) {
+				t.Errorf("GPU 0 jobs = %v, want [100]", got)
+			}
+			if got := ids(tab.Jobs(gpu(1))); !slices.Equal(got, tc.jobs) {
+				t.Errorf("GPU 1 jobs = %v, want %v", got, tc.jobs)
+			}
+			for _, reason := range Reasons() {
+				want := 0.0
+				if reason == ReasonUnreadable {
+					want = tc.unreadable
+				}
+				if got := h.gauge("gpu_exporter_hpc_job_mapping_malformed_files", "reason", reason); got != want {
+					t.Errorf("malformed_files{reason=%q} = %v, want %v", reason, got, want)
+				}
+			}
+			if got := strings.Contains(h.log.String(), "file="+link); got != tc.logged {
+				t.Errorf("log names %s: %v, want %v:\n%s", link, got, tc.logged, h.log)
+			}
+		})
+	}
+}
+
+// dirTarget makes a directory outside the mapping directory, holding a
+// file named like a GPU, and returns its path.
+func dirTarget(t *testing.T, outside string) string {
+	t.Helper()
+	d := filepath.Join(outside, "dir")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "1"), []byte("300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -114,8 +114,28 @@ func planLinks(p *plan, colAt func(uint16, fields.Level) int, given map[uint16]b
 	}
 }
 
+// linkFailure is a link call that failed for one link of a GPU (not a
+// "no such link" answer, see noSuchLink); its value reads Blank.
+type linkFailure struct {
+	link int
+	what string
+	ret  nvml.Return
+}
+
+// noSuchLink reports whether a link call's answer means the link (or the
+// counter) does not exist on this GPU rather than a failed read: nvml.h
+// documents NOT_SUPPORTED for nvmlDeviceGetNvLinkState and
+// nvmlDeviceGetNvLinkErrorCounter "if the device doesn't support this
+// feature" and INVALID_ARGUMENT "if device, link, or counter is invalid"
+// (a link index beyond the device's links).
+func noSuchLink(ret nvml.Return) bool {
+	return ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_INVALID_ARGUMENT
+}
+
 // readLinks reads the state and error counters of a GPU's links; it
-// returns false if the GPU is lost.
+// returns false if the GPU is lost. Calls that failed are in
+// res.linkFailures, answers that say the link or counter does not exist
+// in res.failures.
 func (res *gpuResult) readLinks(g *gpuInfo, p *plan, sample *source.Sample) bool {
 	n := len(sample.Fields)
 	for _, l := range g.links {
@@ -133,7 +153,7 @@ func (res *gpuResult) readLinks(g *gpuInfo, p *plan, sample *source.Sample) bool
 		case nvml.ERROR_GPU_IS_LOST:
 			return false
 		default:
-			res.failures = append(res.failures, failure{"GetNvLinkState", ret})
+			res.linkFailed(l.index, "GetNvLinkState", ret)
 		}
 		row := sample.Values[l.row*n : (l.row+1)*n]
 		for _, s := range p.link {
@@ -144,11 +164,21 @@ func (res *gpuResult) readLinks(g *gpuInfo, p *plan, sample *source.Sample) bool
 			case nvml.ERROR_GPU_IS_LOST:
 				return false
 			default:
-				res.failures = append(res.failures, failure{"GetNvLinkErrorCounter", ret})
+				res.linkFailed(l.index, "GetNvLinkErrorCounter", ret)
 			}
 		}
 	}
 	return true
+}
+
+// linkFailed records a link call that did not succeed: a failure of the
+// fabric read, or a "no such link" answer.
+func (res *gpuResult) linkFailed(link int, what string, ret nvml.Return) {
+	if noSuchLink(ret) {
+		res.failures = append(res.failures, failure{what, ret})
+		return
+	}
+	res.linkFailures = append(res.linkFailures, linkFailure{link, what, ret})
 }
 
 // fabricManagerStatus reads the fabric manager's state for a GPU
@@ -230,5 +260,31 @@ func (f *fabricRead) repeat(sample *source.Sample, cols []int) {
 	}
 	if sample.LinkStates != nil {
 		copy(sample.LinkStates, f.states)
+	}
+}
+
+// linkReadsFailed logs the failed link calls of one GPU's fabric read, at
+// most one line a minute per call (logthrottle), naming the GPU and link.
+func (s *Source) linkReadsFailed(g *gpuInfo, fs []linkFailure) {
+	for _, f := range fs {
+		s.logs.Warn("nvml/nvlink-"+f.what, "nvml NVLink read failed; the link's value is not reported until a read works",
+			"gpu", g.index, "uuid", g.entity.UUID, "link", f.link, "call", f.what, "err", f.ret.Error(), "failed_calls", len(fs))
+	}
+}
+
+// fabricRead counts a fabric read in which some link call failed once in
+// sample.FabricErrors (gpu_exporter_collection_errors_total{stage="fabric"}),
+// as the DCGM source counts its one failed link status call per fabric
+// read: the count grows by one per --collect.nvlink-interval while links
+// fail, however many links or GPUs fail. Reads in between repeat the
+// fabric read and count nothing.
+func (s *Source) fabricRead(sample *source.Sample, linksFailed bool) {
+	switch {
+	case linksFailed:
+		sample.FabricErrors++
+		s.nvlinkFailing = true
+	case s.nvlinkFailing:
+		s.nvlinkFailing = false
+		s.log.Info("nvml NVLink reads work again")
 	}
 }

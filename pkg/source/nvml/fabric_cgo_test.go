@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -304,5 +305,153 @@ func BenchmarkReadHGX(b *testing.B) {
 			}
 			b.ReportMetric(float64(linkCalls()-before)/float64(b.N), "nvlink-calls/op")
 		})
+	}
+}
+
+// A link call that fails (not a "no such link" answer) is a failed fabric
+// read: counted once per fabric read in Sample.FabricErrors, as the DCGM
+// source counts its one link status call per read, however many links
+// fail, and logged naming the GPU and link. NOT_SUPPORTED and
+// INVALID_ARGUMENT say the link or counter does not exist (nvml.h) and
+// count nothing.
+func TestNVLinkFailedReadsCounted(t *testing.T) {
+	t.Parallel()
+	const warning = "nvml NVLink read failed; the link's value is not reported until a read works"
+	failLink := func(gpu, link int, call string, ret nvml.Return) func(n *fakeNode) {
+		return func(n *fakeNode) { n.gpus[gpu].links[link].fail = map[string]nvml.Return{call: ret} }
+	}
+	cases := []struct {
+		name      string
+		fail      []func(n *fakeNode)
+		errors    int
+		logged    []string // substrings of the warning, naming GPU and link
+		blankLink string   // a link whose counter reads Blank
+		unknown   string   // a link whose state is unknown
+	}{
+		{name: "every link call works"},
+		{
+			name:    "one link's state read fails",
+			fail:    []func(*fakeNode){failLink(0, 1, "GetNvLinkState", nvml.ERROR_UNKNOWN)},
+			errors:  1,
+			logged:  []string{"gpu=0", "link=1", "call=GetNvLinkState", "failed_calls=1"},
+			unknown: "link:0:1",
+		},
+		{
+			name: "error counters fail on links of both GPUs",
+			fail: []func(*fakeNode){
+				failLink(0, 0, "GetNvLinkErrorCounter", nvml.ERROR_TIMEOUT),
+				failLink(1, 0, "GetNvLinkErrorCounter", nvml.ERROR_UNKNOWN),
+			},
+			errors:    1,
+			logged:    []string{"gpu=0", "link=0", "call=GetNvLinkErrorCounter"},
+			blankLink: "link:0:0",
+		},
+		{
+			name:   "every link call of a GPU fails",
+			fail:   []func(*fakeNode){func(n *fakeNode) { n.gpus[0].fail = map[string]nvml.Return{"GetNvLinkState": nvml.ERROR_UNKNOWN} }},
+			errors: 1,
+			logged: []string{"gpu=0", "link=0", "call=GetNvLinkState", "failed_calls=3"},
+		},
+		{
+			name:      "a counter the SKU does not support",
+			fail:      []func(*fakeNode){failLink(0, 0, "GetNvLinkErrorCounter", nvml.ERROR_NOT_SUPPORTED)},
+			blankLink: "link:0:0",
+		},
+		{
+			name:      "a link or counter NVML rejects as invalid",
+			fail:      []func(*fakeNode){failLink(0, 0, "GetNvLinkErrorCounter", nvml.ERROR_INVALID_ARGUMENT)},
+			blankLink: "link:0:0",
+		},
+		{
+			name:    "a link state NVML no longer supports",
+			fail:    []func(*fakeNode){failLink(0, 1, "GetNvLinkState", nvml.ERROR_NOT_SUPPORTED)},
+			unknown: "link:0:1",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := nvlinkNode()
+			src, logs := open(t, n, testConfig())
+			watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
+			n.update(func() {
+				for _, f := range tc.fail {
+					f(n)
+				}
+			})
+			s := read(t, src)
+			if s.FabricErrors != tc.errors {
+				t.Errorf("FabricErrors = %d, want %d", s.FabricErrors, tc.errors)
+			}
+			if got, want := logs.count(warning) > 0, len(tc.logged) > 0; got != want {
+				t.Errorf("warning %q logged: %v, want %v", warning, got, want)
+			}
+			for _, sub := range tc.logged {
+				if !strings.Contains(logs.String(), sub) {
+					t.Errorf("log does not name %s:\n%s", sub, logs)
+				}
+			}
+			if tc.blankLink != "" && value(t, s, tc.blankLink, 409).Kind != source.Blank {
+				t.Errorf("%s field 409 = %+v, want Blank", tc.blankLink, value(t, s, tc.blankLink, 409))
+			}
+			for e, ent := range s.Inventory.Entities {
+				if ent.Key() == tc.unknown && s.LinkState(e) != source.LinkUnknown {
+					t.Errorf("%s state %d, want unknown", tc.unknown, s.LinkState(e))
+				}
+			}
+		})
+	}
+}
+
+// Failed link calls are counted once per fabric read, not on the reads in
+// between that repeat it; a fabric read that works again counts nothing
+// and says so once.
+func TestNVLinkFailedReadsCountedPerFabricInterval(t *testing.T) {
+	t.Parallel()
+	n := nvlinkNode()
+	cfg := testConfig()
+	cfg.FabricInterval = time.Minute
+	src, logs := open(t, n, cfg)
+	watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
+	clock := time.Now()
+	src.mu.Lock()
+	src.now = func() time.Time { return clock }
+	src.mu.Unlock()
+	advance := func(d time.Duration) func() {
+		return func() {
+			src.mu.Lock()
+			clock = clock.Add(d)
+			src.mu.Unlock()
+		}
+	}
+	setFail := func(ret nvml.Return) func() {
+		return func() {
+			n.update(func() { n.gpus[0].links[0].fail = map[string]nvml.Return{"GetNvLinkErrorCounter": ret} })
+		}
+	}
+	steps := []struct {
+		name   string
+		before []func()
+		errors int
+		again  int // "works again" lines so far
+	}{
+		{"first read, counter fails", []func(){setFail(nvml.ERROR_UNKNOWN)}, 1, 0},
+		{"within the interval", []func(){advance(time.Second)}, 0, 0},
+		{"next fabric read, still failing", []func(){advance(time.Minute)}, 1, 0},
+		{"repaired, within the interval", []func(){setFail(nvml.SUCCESS), advance(time.Second)}, 0, 0},
+		{"next fabric read works", []func(){advance(time.Minute)}, 0, 1},
+		{"and the one after", []func(){advance(time.Minute)}, 0, 1},
+	}
+	for _, st := range steps {
+		for _, f := range st.before {
+			f()
+		}
+		s := read(t, src)
+		if s.FabricErrors != st.errors {
+			t.Errorf("%s: FabricErrors = %d, want %d", st.name, s.FabricErrors, st.errors)
+		}
+		if got := logs.count("nvml NVLink reads work again"); got != st.again {
+			t.Errorf("%s: %d lines saying the reads work again, want %d", st.name, got, st.again)
+		}
 	}
 }

@@ -70,6 +70,8 @@ type fakeLink struct {
 	// expects it per link (DcgmCacheManager::UpdateNvLinkLinkState marks
 	// that link NotSupported and goes on to the next).
 	unsupported bool
+	// fail: a call listed returns that code for this link alone.
+	fail map[string]nvml.Return
 }
 
 // fakeMIG is one MIG device (compute instance) of a GPU in MIG mode.
@@ -230,6 +232,8 @@ func (n *fakeNode) withLink(i, l int, call string, res *nvml.Return, fn func(*fa
 			*res = nvml.ERROR_INVALID_ARGUMENT
 		case g.links[l].unsupported:
 			*res = nvml.ERROR_NOT_SUPPORTED
+		case g.links[l].fail[call] != nvml.SUCCESS:
+			*res = g.links[l].fail[call]
 		default:
 			fn(&g.links[l])
 		}

@@ -18,6 +18,8 @@ type gpuResult struct {
 	xids     []int64
 	procs    []Process
 	failures []failure
+	// linkFailures are the link calls of a fabric read that failed.
+	linkFailures []linkFailure
 }
 
 // failure is a call that failed for a GPU; its fields read Blank.

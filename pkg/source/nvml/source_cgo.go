@@ -16,6 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
@@ -51,6 +52,11 @@ type Source struct {
 	procs []Process
 
 	logged map[string]bool
+
+	// logs rate-limits warnings that can repeat on every fabric read;
+	// nvlinkFailing says the last fabric read had failed link calls.
+	logs          *logthrottle.Logger
+	nvlinkFailing bool
 }
 
 var _ source.Source = (*Source)(nil)
@@ -89,6 +95,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		logged: map[string]bool{},
 		plan:   makePlan(nil),
 	}
+	s.logs = logthrottle.New(s.log, logthrottle.Config{})
 	s.w = newWorker(cfg.CallTimeout, s.release)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,6 +174,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 	fabric := s.fab.due(s.inv, s.now(), s.cfg.FabricInterval)
 	var lost []*gpuInfo
 	var procs []Process
+	linksFailed := false
 	for _, g := range s.gpus {
 		x := s.xid[g.entity.UUID]
 		var events nvml.EventSet
@@ -198,11 +206,16 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 			lost = append(lost, g)
 			continue
 		}
+		if len(res.linkFailures) > 0 {
+			linksFailed = true
+			s.linkReadsFailed(g, res.linkFailures)
+		}
 		s.applyXIDs(sample, g, x, res.xids)
 		procs = append(procs, res.procs...)
 	}
 	if fabric {
 		s.fab.keep(sample, plan.fabricCols)
+		s.fabricRead(sample, linksFailed)
 	} else {
 		s.fab.repeat(sample, plan.fabricCols)
 	}
