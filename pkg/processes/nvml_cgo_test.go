@@ -25,9 +25,12 @@ type mockGPU struct {
 	// samples are the utilization samples the driver holds; the call
 	// returns those newer than its lastSeen argument, as NVML does.
 	samples []nvml.ProcessUtilizationSample
-	noUtil  bool        // GetProcessUtilization answers NOT_SUPPORTED
-	grows   bool        // samples arrive between go-nvml's two calls (it panics)
-	fail    nvml.Return // every listing call answers it
+	// ring, when set, is the driver's utilization sample ring instead:
+	// the call answers from it as nvml.h documents (nvmlAnswer).
+	ring   []period
+	noUtil bool        // GetProcessUtilization answers NOT_SUPPORTED
+	grows  bool        // samples arrive between go-nvml's two calls (it panics)
+	fail   nvml.Return // every listing call answers it
 	// lost is how the GPU fell off the bus; NVML answers GPU_IS_LOST
 	// then ("the target GPU has fallen off the bus or is otherwise
 	// inaccessible", nvml.h, nvmlDeviceGetHandleByIndex_v2 and the calls
@@ -35,9 +38,9 @@ type mockGPU struct {
 	lost lostAt
 	// migListFail is what GetMigDeviceHandleByIndex answers, when set.
 	migListFail nvml.Return
-	migs    []*mockGPU  // MIG devices: the GPU is in MIG mode
-	gi      int         // GPU instance id of a MIG device
-	seen    []uint64    // lastSeen arguments received
+	migs        []*mockGPU // MIG devices: the GPU is in MIG mode
+	gi          int        // GPU instance id of a MIG device
+	seen        []uint64   // lastSeen arguments received
 }
 
 // lostAt is where a lost GPU's calls start to fail.
@@ -93,7 +96,7 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			}
 			return list(func() []nvml.ProcessInfo { return g.mps })()
 		},
-		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
+		GetGpuInstanceIdFunc: func() (int, nvml.Return) { return g.gi, nvml.SUCCESS },
 		GetMaxMigDeviceCountFunc: func() (int, nvml.Return) {
 			if g.isLost(m, lostCalls) {
 				return 0, nvml.ERROR_GPU_IS_LOST
@@ -127,6 +130,12 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			}
 			if g.noUtil {
 				return nil, nvml.ERROR_NOT_SUPPORTED
+			}
+			if g.ring != nil {
+				if out := nvmlAnswer(g.ring, last); len(out) > 0 {
+					return out, nvml.SUCCESS
+				}
+				return nil, nvml.ERROR_NOT_FOUND
 			}
 			var out []nvml.ProcessUtilizationSample
 			for _, s := range g.samples {
