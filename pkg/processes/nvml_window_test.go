@@ -77,9 +77,10 @@ func nvmlAnswer(ring []period, lastSeen uint64) []nvml.ProcessUtilizationSample 
 	return out
 }
 
-// periods returns n periods from at on, every 100ms (a period of the
-// ring: ctrl2080perf.h keeps the last 10 seconds of samples), each
-// given by busy(i): the process active and its percent.
+// periods returns n periods after at, 100ms apart (the driver's ring holds
+// NV2080_CTRL_PERF_GPUMON_SAMPLE_COUNT_PERFMON_UTIL, 100, samples and
+// "wraps around after 10 seconds of sampling", ctrl2080perf.h), each given
+// by busy(i): the process active and its percent.
 func periods(at uint64, n int, busy func(i int) (pid, sm uint32)) []period {
 	out := make([]period, n)
 	for i := range out {
