@@ -25,9 +25,12 @@ type mockGPU struct {
 	// samples are the utilization samples the driver holds; the call
 	// returns those newer than its lastSeen argument, as NVML does.
 	samples []nvml.ProcessUtilizationSample
-	noUtil  bool        // GetProcessUtilization answers NOT_SUPPORTED
-	grows   bool        // samples arrive between go-nvml's two calls (it panics)
-	fail    nvml.Return // every listing call answers it
+	// ring, when set, is the driver's utilization sample ring instead:
+	// the call answers from it as nvml.h documents (nvmlAnswer).
+	ring   []period
+	noUtil bool        // GetProcessUtilization answers NOT_SUPPORTED
+	grows  bool        // samples arrive between go-nvml's two calls (it panics)
+	fail   nvml.Return // every listing call answers it
 	// lost is how the GPU fell off the bus; NVML answers GPU_IS_LOST
 	// then ("the target GPU has fallen off the bus or is otherwise
 	// inaccessible", nvml.h, nvmlDeviceGetHandleByIndex_v2 and the calls
@@ -127,6 +130,12 @@ func (m *mockNVML) device(g *mockGPU) *mock.Device {
 			}
 			if g.noUtil {
 				return nil, nvml.ERROR_NOT_SUPPORTED
+			}
+			if g.ring != nil {
+				if out := nvmlAnswer(g.ring, last); len(out) > 0 {
+					return out, nvml.SUCCESS
+				}
+				return nil, nvml.ERROR_NOT_FOUND
 			}
 			var out []nvml.ProcessUtilizationSample
 			for _, s := range g.samples {

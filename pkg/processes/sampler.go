@@ -127,13 +127,22 @@ const (
 type Process struct {
 	PID  uint32
 	Type ProcessType
-	// UsedBytes is the device memory the process uses; UsedKnown is false
-	// when the driver cannot tell (NVML_VALUE_NOT_AVAILABLE).
+	// UsedBytes is the device memory the process uses at the read, as the
+	// listing gives it (nvmlProcessInfo_t.usedGpuMemory, "all of the memory
+	// used by the application", nvml.h): a current value, neither an
+	// average nor a maximum; UsedKnown is false when the driver cannot
+	// tell (NVML_VALUE_NOT_AVAILABLE).
 	UsedBytes uint64
 	UsedKnown bool
 	// SM, Memory, Encoder and Decoder are the process's utilization of the
-	// device in percent (0-100), averaged over the samples since the
-	// previous read; 0 with Sampled false when none came.
+	// device in percent (0-100) since the previous read; 0 with Sampled
+	// false when none came. NVML averages over that time itself: it
+	// returns one sample per process busy since lastSeenTimeStamp, with
+	// its "utilization since the previous query" (nvml.h,
+	// nvmlDeviceGetProcessUtilization), which nvidia-smi pmon prints as the
+	// "average utilization ... since the last monitoring cycle"
+	// (nvidia-smi(1)). Should one read return several samples of a PID,
+	// these are their mean (merge).
 	SM, Memory, Encoder, Decoder float64
 	Sampled                      bool
 	// Unlisted is set for a process with utilization samples that no
@@ -151,8 +160,11 @@ type UtilizationSample struct {
 }
 
 // merge adds the utilization samples to the processes of d: per PID, the
-// mean of its samples. A PID with samples but no listing (it exited after
-// the sample) is added with unknown memory: it used the device.
+// mean of its samples, which is its one sample where NVML answers as
+// documented (one per busy process; see Process): a value is never
+// divided by the other processes' samples or timestamps, which are their
+// own. A PID with samples but no listing (it exited after the sample) is
+// added with unknown memory: it used the device.
 func (d *Device) merge(samples []UtilizationSample) {
 	type sum struct {
 		n                            int
