@@ -129,7 +129,7 @@ func sharedGPUs(bd *board, pods, legendNamespace, legendPod string) {
 		description: "Device memory each pod's own processes use, measured per process rather than split evenly.",
 		queries:     []query{{expr: `namespace_pod:gpu_container_memory_used_bytes:sum{` + pods + `}`, legend: legendPod}}})
 	bd.timeseries(panel{title: "Share of each shared GPU by container", unit: unitRatio, w: 24, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
-		description: "Per GPU, each holding container's share of its SM time; the shares add up to the GPU's utilization (the host's own processes are the series without a pod).",
+		description: "Per GPU, each holding container's share of its SM time; over a collection interval the shares add up to the GPU's utilization over that time, which differs from the GPU utilization panel's last sample under a changing load (the host's own processes are the series without a pod).",
 		queries: []query{{expr: `gpu_container_utilization_ratio{` + sel(pods, `pod!=""`) + `}`,
 			legend: legendNamespace + "/{{pod}}/{{container}} " + legendGPU}}})
 }

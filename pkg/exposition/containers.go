@@ -41,7 +41,7 @@ func declareContainerFamilies(d *[numFamilies]Family) {
 	perProcess := append(append([]string(nil), usage...), "pid")
 	d[famContainerUtilization] = Family{
 		Name: "gpu_container_utilization_ratio", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help:   "Share of the GPU's SM time used by the container's processes since the previous collection (per-process accounting, 0-1); on a shared GPU the containers' values add up to the GPU's utilization. pod=\"\" container=\"\" is the host's processes.",
+		Help:   "Share of the GPU's SM time used by the container's processes since the previous collection (per-process accounting, 0-1); on a shared GPU the containers' values add up to the GPU's utilization over the same time, not to gpu_utilization_ratio's last sample period. pod=\"\" container=\"\" is the host's processes.",
 		Labels: usage, Optional: optional,
 	}
 	d[famContainerMemory] = Family{
