@@ -27,9 +27,27 @@ COPY . .
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG BRANCH=unknown
-# The same version ldflags as the Makefile's LDFLAGS.
+# The same version ldflags as the Makefile's LDFLAGS, and its GCFLAGS (the
+# dependencies off the hot paths compiled without inlining).
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=1 go build -trimpath \
+      -gcflags=k8s.io/...=-l \
+      -gcflags=sigs.k8s.io/...=-l \
+      -gcflags=google.golang.org/...=-l \
+      -gcflags=golang.org/x/...=-l \
+      -gcflags=go.yaml.in/...=-l \
+      -gcflags=gopkg.in/...=-l \
+      -gcflags=github.com/json-iterator/...=-l \
+      -gcflags=github.com/modern-go/...=-l \
+      -gcflags=github.com/fxamacker/...=-l \
+      -gcflags=github.com/spf13/...=-l \
+      -gcflags=github.com/mwitkow/...=-l \
+      -gcflags=github.com/golang-jwt/...=-l \
+      -gcflags=github.com/google/...=-l \
+      -gcflags=github.com/NVIDIA/...=-l \
+      -gcflags=github.com/stretchr/...=-l \
+      -gcflags=github.com/davecgh/...=-l \
+      -gcflags=github.com/pmezard/...=-l \
       -ldflags "-s -w \
         -X github.com/prometheus/common/version.Version=${VERSION} \
         -X github.com/prometheus/common/version.Revision=${REVISION} \

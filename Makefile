@@ -7,6 +7,16 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
 VPKG      := github.com/prometheus/common/version
+# Dependencies off the scrape and collection hot paths (Kubernetes, grpc,
+# protobuf, YAML, flags, the DCGM and NVML bindings' Go side) compiled
+# without inlining: 0.85 MB less binary, so less of it resident on every
+# node, and no measurable cost where they run (docs/PERFORMANCE.md). The
+# Dockerfile's build passes the same list (tests/deploy checks it).
+COLD_PKGS := k8s.io/... sigs.k8s.io/... google.golang.org/... golang.org/x/... go.yaml.in/... gopkg.in/... \
+	github.com/json-iterator/... github.com/modern-go/... github.com/fxamacker/... github.com/spf13/... \
+	github.com/mwitkow/... github.com/golang-jwt/... github.com/google/... github.com/NVIDIA/... \
+	github.com/stretchr/... github.com/davecgh/... github.com/pmezard/...
+GCFLAGS   := $(foreach p,$(COLD_PKGS),-gcflags=$(p)=-l)
 LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) -X $(VPKG).BuildUser=gpu-exporter -X $(VPKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 DEMO_ADDR ?= 127.0.0.1:9400
 SCENARIO  ?= demo
@@ -19,7 +29,7 @@ help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build bin/gpu-exporter.
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpu-exporter
+	$(GO) build -trimpath $(GCFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpu-exporter
 
 demo: build ## Run the exporter on the simulator (8 GPUs, simulated kubelet) at http://$(DEMO_ADDR)/metrics.
 	@echo ""

@@ -125,6 +125,20 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Makefile's GCFLAGS: every package pattern of COLD_PKGS.
+	cold := regexp.MustCompile(`(?s)\nCOLD_PKGS := (.*?[^\\])\n`).FindSubmatch(makefile)
+	if cold == nil {
+		t.Fatal("no COLD_PKGS in the Makefile")
+	}
+	patterns := strings.Fields(strings.ReplaceAll(string(cold[1]), "\\", ""))
+	if len(patterns) == 0 {
+		t.Fatal("COLD_PKGS in the Makefile is empty")
+	}
+	for _, p := range patterns {
+		if want := "-gcflags=" + p + "=-l"; !strings.Contains(buildRun, want) {
+			t.Errorf("the build lacks %s (the Makefile's GCFLAGS has it)", want)
+		}
+	}
 	for _, m := range regexp.MustCompile(`-X \$\(VPKG\)\.(\w+)=`).FindAllSubmatch(makefile, -1) {
 		want := "-X github.com/prometheus/common/version." + string(m[1]) + "="
 		if !strings.Contains(buildRun, want) {
