@@ -216,19 +216,20 @@ func startExporter(t *testing.T, args ...string) (*syncBuffer, func() int) {
 
 // TestShutdownPastGraceExitsZero: a client stalled on a connection past
 // --web.shutdown-grace is cut off and the process exits 0; it used to exit
-// 1 with "shutdown: context deadline exceeded". Two stalls: half a request
-// header, which the server would otherwise hold until net/http drops a
-// connection that sent no header for 5s (or its 10s header timeout), and
-// a request whose body never comes, which nothing but the shutdown ends
-// (the server sets no read timeout). The log shows that the flag's grace
-// reached the shutdown and ran out with the connection still open, which
-// a grace not applied, or a longer one, never writes; the exit is waited
-// for with a deadline, not timed.
+// 1 with "shutdown: context deadline exceeded". The stall is half a
+// request header, which the server would otherwise hold until net/http
+// drops a connection that sent no header for 5s (or its 10s header
+// timeout). (A request whose body never comes is no such stall: when the
+// server reads its header after the shutdown began, it answers and closes
+// without reading the body, so whether the grace runs out depends on which
+// came first; that case failed 1 run in 40 under load.) The log shows that
+// the flag's grace reached the shutdown and ran out with the connection
+// still open, which a grace not applied, or a longer one, never writes;
+// the exit is waited for with a deadline, not timed.
 func TestShutdownPastGraceExitsZero(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, request string }{
 		{"half a request header", "GET /metrics HTTP/1.1\r\nHost: x\r\n"},
-		{"a request body that never comes", "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
