@@ -71,13 +71,14 @@ func (bd *board) exporterHealth(m string) {
 		description: "Physical GPUs in the exporters' inventories (gpu_exporter_gpus{kind=\"gpu\"}); compare with the GPUs the nodes should have.",
 		queries:     []query{{expr: `sum(gpu_exporter_gpus{` + sel(`kind="gpu"`, m) + `})`}}})
 	bd.table(panel{title: "Exporters", unit: unitCount, w: 12, h: 8,
-		description: "One line per exporter: source and kubelet link up, GPUs seen, seconds since the last good collection and collection errors over the time range. A node links to its detail dashboard.",
+		description: "One line per exporter: source and kubelet link up, GPUs seen, seconds since the last good collection, collection errors over the time range, and whether per-container process accounting works (1; 0 without NVML on the node; empty where it is off or has not run). A node links to its detail dashboard.",
 		queries: []query{
 			{expr: `max by (cluster, node) (gpu_exporter_source_up{` + m + `})`},
 			{expr: `max by (cluster, node) (gpu_exporter_podresources_up{` + m + `})`},
 			{expr: `max by (cluster, node) (gpu_exporter_gpus{` + sel(`kind="gpu"`, m) + `})`},
 			{expr: `max by (cluster, node) (time() - gpu_exporter_last_collection_timestamp_seconds{` + m + `})`},
 			{expr: `sum by (cluster, node) (increase(gpu_exporter_collection_errors_total{` + m + `}[$__range]))`},
+			{expr: `max by (cluster, node) (gpu_exporter_process_accounting_available{` + m + `})`},
 		}},
 		[]column{
 			{field: "node", link: detailLink("GPUs of this node", "node", "")},
@@ -86,6 +87,7 @@ func (bd *board) exporterHealth(m string) {
 			{field: "Value #C", title: "GPUs"},
 			{field: "Value #D", title: "last collection", unit: "s", thresholds: collectionAgeThresholds},
 			{field: "Value #E", title: "collection errors", thresholds: warningThresholds},
+			{field: "Value #F", title: "process accounting", thresholds: upThresholds},
 		},
 		"collection errors")
 	bd.timeseries(panel{title: "Collection errors", unit: unitPerSecond, w: 12, steps: true,
