@@ -111,24 +111,9 @@ func (o *options) validate(changed func(flag string) bool) error {
 	return err
 }
 
-// processesIdle checks --collect.processes against --naming, the one
-// place the two meet. A naming without the process accounting families
-// (exposition.ExportsProcesses: dcgm naming, as dcgm-exporter has none)
-// does not run process accounting. There a given
-// --collect.processes=process is refused: the per-process series it asks
-// for cannot exist. A given container mode changes nothing and is only
-// noted at start (idle, logged by logCompat); the default is silent.
+// processesIdle is processes.Options.CheckNaming under the naming given.
 func (o *options) processesIdle(changed func(flag string) bool) (idle bool, err error) {
-	if exposition.ExportsProcesses(o.naming.Naming) || !changed("collect.processes") {
-		return false, nil
-	}
-	switch o.processes.Mode {
-	case processes.ModeProcess:
-		return false, fmt.Errorf("--collect.processes=process needs --naming=prometheus: --naming=%s has no per-process families and does not run process accounting; drop --collect.processes or use --naming=prometheus", o.naming.Name)
-	case processes.ModeContainer:
-		return true, nil
-	}
-	return false, nil
+	return o.processes.CheckNaming(exposition.ExportsProcesses(o.naming.Naming), o.naming.Name, changed("collect.processes"))
 }
 
 // parseFlags parses args, then fills every flag not given on the command

@@ -34,3 +34,23 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
+
+// CheckNaming checks --collect.processes against --naming, the one place
+// the two meet: exports says whether the naming has the process accounting
+// families (dcgm naming has none, as dcgm-exporter has none), and a naming
+// without them does not run process accounting. There a given
+// --collect.processes=process is refused, naming both flags: the
+// per-process series it asks for cannot exist. A given container mode
+// changes nothing and is only noted at start (idle); the default is silent.
+func (o *Options) CheckNaming(exports bool, naming string, given bool) (idle bool, err error) {
+	if exports || !given {
+		return false, nil
+	}
+	switch o.Mode {
+	case ModeProcess:
+		return false, fmt.Errorf("--collect.processes=process needs --naming=prometheus: --naming=%s has no per-process families and does not run process accounting; drop --collect.processes or use --naming=prometheus", naming)
+	case ModeContainer:
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,6 +1,7 @@
 package processes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
@@ -31,5 +32,37 @@ func TestOptions(t *testing.T) {
 				t.Errorf("mode %s, want %s", o.Mode, tc.mode)
 			}
 		})
+	}
+}
+
+func TestCheckNaming(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		mode    Mode
+		exports bool
+		given   bool
+		idle    bool
+		err     string
+	}{
+		{ModeProcess, true, true, false, ""},
+		{ModeProcess, false, true, false, "--collect.processes=process needs --naming=prometheus: --naming=dcgm"},
+		{ModeProcess, false, false, false, ""},
+		{ModeContainer, false, true, true, ""},
+		{ModeContainer, false, false, false, ""},
+		{ModeContainer, true, true, false, ""},
+		{ModeOff, false, true, false, ""},
+	}
+	for _, tc := range cases {
+		o := Options{Mode: tc.mode}
+		idle, err := o.CheckNaming(tc.exports, "dcgm", tc.given)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: %v, want an error containing %q", tc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || idle != tc.idle {
+			t.Errorf("%+v: idle %v, %v; want %v", tc, idle, err, tc.idle)
+		}
 	}
 }
