@@ -31,6 +31,10 @@ type gpuInfo struct {
 	devs []migDevice
 	// links are the GPU's NVLinks, scanned once per GPU.
 	links []linkInfo
+	// failedLinks are the link indices whose nvmlDeviceGetNvLinkState
+	// failed with a real error at the last attempt (see scanLinks): not in
+	// links, asked again at the next fabric read.
+	failedLinks []linkFailure
 }
 
 // migInfo is one MIG GPU instance; dev is the MIG device of its first
@@ -72,8 +76,10 @@ type scanResult struct {
 	problems []problem
 }
 
-// rescan lists the GPUs and MIG devices and installs the result.
-func (s *Source) rescan(ctx context.Context) error {
+// rescan lists the GPUs and MIG devices and installs the result;
+// retryLinks asks again the links whose state query failed before (a
+// fabric read is due).
+func (s *Source) rescan(ctx context.Context, retryLinks bool) error {
 	prev := s.gpus
 	// The job gets its own copy: Read may mark a GPU dead while a scan
 	// that timed out still runs.
@@ -81,7 +87,7 @@ func (s *Source) rescan(ctx context.Context) error {
 	if len(s.dead) > 0 {
 		dead = maps.Clone(s.dead)
 	}
-	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead) })
+	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead, retryLinks) })
 	if err != nil {
 		return err
 	}
@@ -107,7 +113,7 @@ func (s *Source) rescan(ctx context.Context) error {
 
 // scan lists the selected GPUs; it runs on the worker. prev is only read;
 // dead is the job's own copy.
-func (s *Source) scan(prev []*gpuInfo, dead map[string]bool) (scanResult, error) {
+func (s *Source) scan(prev []*gpuInfo, dead map[string]bool, retryLinks bool) (scanResult, error) {
 	n, ret := s.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return scanResult{}, fmt.Errorf("DeviceGetCount: %w", ret)
@@ -124,7 +130,7 @@ func (s *Source) scan(prev []*gpuInfo, dead map[string]bool) (scanResult, error)
 				before = g
 			}
 		}
-		g, err := s.scanGPU(i, before, dead)
+		g, err := s.scanGPU(i, before, dead, retryLinks)
 		var lost lostError
 		switch {
 		case errors.As(err, &lost):
@@ -172,8 +178,10 @@ func check(index int, uuid, what string, ret nvml.Return) error {
 }
 
 // scanGPU reads one GPU's identity and MIG layout; static facts come from
-// before when it is the same GPU. It returns nil, nil for a GPU marked dead.
-func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo, error) {
+// before when it is the same GPU, except the links whose state query
+// failed, asked again when retryLinks is set. It returns nil, nil for a GPU
+// marked dead.
+func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool, retryLinks bool) (*gpuInfo, error) {
 	dev, ret := s.lib.DeviceGetHandleByIndex(i)
 	if err := check(i, "", "DeviceGetHandleByIndex", ret); err != nil {
 		return nil, err
@@ -189,14 +197,20 @@ func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo
 	g := &gpuInfo{index: i, dev: dev}
 	if before != nil && before.entity.UUID == uuid {
 		g.entity = before.entity
-		g.links = before.links
+		g.links, g.failedLinks = before.links, before.failedLinks
+		if retryLinks && len(before.failedLinks) > 0 {
+			var err error
+			if g.links, g.failedLinks, err = retryFailedLinks(uuid, dev, before.links, before.failedLinks); err != nil {
+				return nil, err
+			}
+		}
 	} else {
 		e, err := gpuEntity(i, uuid, dev)
 		if err != nil {
 			return nil, err
 		}
 		g.entity = e
-		if g.links, err = scanLinks(uuid, dev); err != nil {
+		if g.links, g.failedLinks, err = scanLinks(uuid, dev); err != nil {
 			return nil, err
 		}
 	}
