@@ -74,6 +74,12 @@ type scanResult struct {
 	lost     []lostReport
 	missing  []int // selected indices NVML does not list
 	problems []problem
+	// denied are the GPUs whose handle NVML refused with NO_PERMISSION
+	// ("the user doesn't have permission to talk to this device", nvml.h,
+	// nvmlDeviceGetHandleByIndex_v2, in NVIDIA/go-nvml): a container
+	// given only some of the node's GPUs' device nodes. A state of the
+	// deployment, not a failure; process accounting leaves them out alike.
+	denied []int
 }
 
 // rescan lists the GPUs and MIG devices and installs the result;
@@ -90,6 +96,14 @@ func (s *Source) rescan(ctx context.Context, retryLinks bool) error {
 	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead, retryLinks) })
 	if err != nil {
 		return err
+	}
+	if !slices.Equal(res.denied, s.denied) {
+		s.denied = res.denied
+		if len(res.denied) > 0 {
+			s.log.Info("GPUs left out: this process has no permission to talk to them (NVML NO_PERMISSION)", "gpus", fmt.Sprint(res.denied))
+		} else {
+			s.log.Info("every GPU may be talked to again")
+		}
 	}
 	for _, p := range res.problems {
 		if s.first("scan-" + strconv.Itoa(p.index) + "-" + p.what + "-" + strconv.Itoa(int(p.ret))) {
@@ -141,7 +155,10 @@ func (s *Source) scan(prev []*gpuInfo, dead map[string]bool, retryLinks bool) (s
 			res.lost = append(res.lost, lostReport{index: i, uuid: uuid})
 		case err != nil:
 			var p problem
-			if errors.As(err, &p) {
+			switch {
+			case errors.As(err, &p) && p.what == "DeviceGetHandleByIndex" && p.ret == nvml.ERROR_NO_PERMISSION:
+				res.denied = append(res.denied, i)
+			case errors.As(err, &p):
 				res.problems = append(res.problems, p)
 			}
 		case g != nil:

@@ -52,6 +52,9 @@ type Source struct {
 	procs []Process
 
 	logged map[string]bool
+	// denied are the GPU indices NVML refused a handle for
+	// (NO_PERMISSION) at the last scan, logged when the set changes.
+	denied []int
 
 	// logs rate-limits warnings that can repeat on every fabric read;
 	// nvlinkFailing says the last fabric read had failed link calls.
