@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -49,6 +50,11 @@ type NVMLSampler struct {
 	initErr  error
 	retryAt  time.Time
 	initWait time.Duration
+	// denied are the GPU indices whose handle NVML refused
+	// (NO_PERMISSION) at the last scan, logged when the set changes;
+	// touched by worker jobs only.
+	denied []int
+	log    *slog.Logger
 }
 
 // nvmlDevice is a device listed by the last scan.
@@ -67,6 +73,8 @@ type NVMLConfig struct {
 	// Rescan is how often the GPUs and MIG devices are listed again;
 	// default one minute. A failed call rescans at the next Sample.
 	Rescan time.Duration
+	// Logger says which GPUs this process may not talk to; nil discards.
+	Logger *slog.Logger
 }
 
 // NewNVML returns a sampler; NVML is initialised on the first Sample, and
@@ -87,7 +95,11 @@ func NewNVML(cfg NVMLConfig) (*NVMLSampler, error) {
 	if lib == nil {
 		lib = nvml.New()
 	}
-	s := &NVMLSampler{cfg: cfg, lib: lib, now: time.Now, lastSeen: map[string]uint64{}}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &NVMLSampler{cfg: cfg, lib: lib, now: time.Now, lastSeen: map[string]uint64{}, log: logger}
 	s.w = cgocall.NewWorker("nvml processes", cfg.CallTimeout, s.shutdown)
 	return s, nil
 }
@@ -131,7 +143,7 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 	}
 	var errs []error
 	if s.devs == nil || now.Sub(s.scanned) >= s.cfg.Rescan {
-		devs, gpuErrs, err := s.scan()
+		devs, denied, gpuErrs, err := s.scan()
 		if err == nil {
 			// A GPU answering that the library is not initialised or
 			// the driver not loaded says so of the library: every GPU
@@ -149,6 +161,7 @@ func (s *NVMLSampler) sample() ([]Device, error) {
 		}
 		s.devs, s.scanned = devs, now
 		errs = gpuErrs
+		s.deniedGPUs(denied)
 	}
 	out := make([]Device, 0, len(s.devs))
 	// failedGI are the GPU instances one of whose MIG devices failed: they
@@ -223,15 +236,24 @@ func (s *NVMLSampler) init(now time.Time) error {
 // place of the GPU. A GPU that cannot be listed (fallen off the bus: its
 // handle, UUID or MIG calls answer GPU_IS_LOST, nvml.h) is left out with a
 // DeviceError in gpuErrs, and the others are listed; err is a failure of
-// the device count, which leaves nothing to list.
-func (s *NVMLSampler) scan() (devs []nvmlDevice, gpuErrs []error, err error) {
+// the device count, which leaves nothing to list. A GPU whose handle NVML
+// refuses with NO_PERMISSION ("the user doesn't have permission to talk to
+// this device", nvml.h, nvmlDeviceGetHandleByIndex_v2, in NVIDIA/go-nvml;
+// nvmlDeviceGetCount_v2 counts such GPUs too) is in denied, not an error:
+// a container given only some of the node's GPUs' device nodes is
+// configured so, and no later call would change it.
+func (s *NVMLSampler) scan() (devs []nvmlDevice, denied []int, gpuErrs []error, err error) {
 	n, ret := s.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return nil, nil, fmt.Errorf("nvml DeviceGetCount: %w", ret)
+		return nil, nil, nil, fmt.Errorf("nvml DeviceGetCount: %w", ret)
 	}
 	for i := range n {
 		gpu := Device{GPU: i, GPUInstance: -1}
 		h, ret := s.lib.DeviceGetHandleByIndex(i)
+		if ret == nvml.ERROR_NO_PERMISSION {
+			denied = append(denied, i)
+			continue
+		}
 		if ret != nvml.SUCCESS {
 			gpuErrs = append(gpuErrs, deviceError(gpu, fmt.Errorf("nvml DeviceGetHandleByIndex: %w", ret)))
 			continue
@@ -255,7 +277,22 @@ func (s *NVMLSampler) scan() (devs []nvmlDevice, gpuErrs []error, err error) {
 		}
 		devs = append(devs, migs...)
 	}
-	return devs, gpuErrs, nil
+	return devs, denied, gpuErrs, nil
+}
+
+// deniedGPUs logs the GPUs NVML does not let this process talk to when
+// that set changes: once at start, then only on a change.
+func (s *NVMLSampler) deniedGPUs(denied []int) {
+	if slices.Equal(denied, s.denied) {
+		return
+	}
+	s.denied = denied
+	if len(denied) == 0 {
+		s.log.Info("GPU process accounting may talk to every GPU again")
+		return
+	}
+	s.log.Info("GPU process accounting leaves out GPUs this process has no permission to talk to (NVML NO_PERMISSION); their processes are not accounted",
+		"gpus", fmt.Sprint(denied))
 }
 
 // scanMIGDevices lists the MIG devices of a GPU in MIG mode.

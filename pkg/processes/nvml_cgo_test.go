@@ -3,8 +3,10 @@
 package processes
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +38,10 @@ type mockGPU struct {
 	// inaccessible", nvml.h, nvmlDeviceGetHandleByIndex_v2 and the calls
 	// on a device).
 	lost lostAt
+	// denied: DeviceGetHandleByIndex answers NO_PERMISSION ("the user
+	// doesn't have permission to talk to this device", nvml.h), as for a
+	// container without the GPU's device node.
+	denied bool
 	// migListFail is what GetMigDeviceHandleByIndex answers, when set.
 	migListFail nvml.Return
 	migs        []*mockGPU // MIG devices: the GPU is in MIG mode
@@ -191,6 +197,12 @@ func (m *mockNVML) lib() *mock.Interface {
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			if m.gpus[i].isLost(m, lostHandle) {
 				return nil, nvml.ERROR_GPU_IS_LOST
+			}
+			m.mu.Lock()
+			denied := m.gpus[i].denied
+			m.mu.Unlock()
+			if denied {
+				return nil, nvml.ERROR_NO_PERMISSION
 			}
 			return m.device(m.gpus[i]), nvml.SUCCESS
 		},
@@ -719,4 +731,94 @@ func TestAccountantNVMLListingFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A GPU whose handle NVML refuses with NO_PERMISSION (a container given
+// only some of the node's GPUs' device nodes) is left out without an error:
+// it is how the exporter was deployed, not a failed read. The set of such
+// GPUs is logged at info once, and again only when it changes; a GPU
+// fallen off the bus beside them is still a DeviceError.
+func TestNVMLSamplerGPUWithoutPermission(t *testing.T) {
+	t.Parallel()
+	const line = "GPU process accounting leaves out GPUs this process has no permission to talk to"
+	gpus := []*mockGPU{
+		{uuid: "GPU-0", compute: []nvml.ProcessInfo{pinfo(10, 1<<30)}},
+		{uuid: "GPU-1", compute: []nvml.ProcessInfo{pinfo(11, 1<<30)}, denied: true},
+		{uuid: "GPU-2", compute: []nvml.ProcessInfo{pinfo(12, 1<<30)}},
+	}
+	m := newMockNVML(gpus...)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	s, err := NewNVML(NVMLConfig{Library: m.lib(), Rescan: time.Nanosecond, // a rescan at every Sample
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	set := func(f func()) func() {
+		return func() { m.mu.Lock(); f(); m.mu.Unlock() }
+	}
+	steps := []struct {
+		name    string
+		before  func()
+		devices []string
+		lost    []int    // GPUs named in DeviceErrors
+		logged  []string // the info lines' gpus so far
+	}{
+		{"GPU 1 refused", func() {}, []string{"GPU-0", "GPU-2"}, nil, []string{"[1]"}},
+		{"still refused", func() {}, []string{"GPU-0", "GPU-2"}, nil, []string{"[1]"}},
+		{"GPU 2 refused too", set(func() { gpus[2].denied = true }), []string{"GPU-0"}, nil, []string{"[1]", "[1 2]"}},
+		{"GPU 0 lost beside them", set(func() { gpus[0].lost = lostHandle }), nil, []int{0}, []string{"[1]", "[1 2]"}},
+		{"every GPU allowed", set(func() { gpus[0].lost, gpus[1].denied, gpus[2].denied = notLost, false, false }),
+			[]string{"GPU-0", "GPU-1", "GPU-2"}, nil, []string{"[1]", "[1 2]"}},
+	}
+	for _, st := range steps {
+		st.before()
+		devs, err := s.Sample(context.Background())
+		var lost []int
+		for _, de := range DeviceErrors(err) {
+			lost = append(lost, de.GPU)
+		}
+		if !slices.Equal(lost, st.lost) || (len(st.lost) == 0) != (err == nil) {
+			t.Errorf("%s: error %v; want device errors for GPUs %v only", st.name, err, st.lost)
+		}
+		if errors.Is(err, nvml.ERROR_NO_PERMISSION) {
+			t.Errorf("%s: error %v names a GPU without permission", st.name, err)
+		}
+		var uuids []string
+		for _, d := range devs {
+			uuids = append(uuids, d.UUID)
+		}
+		if !slices.Equal(uuids, st.devices) {
+			t.Errorf("%s: devices %v, want %v", st.name, uuids, st.devices)
+		}
+		logMu.Lock()
+		text := logs.String()
+		logMu.Unlock()
+		var got []string
+		for l := range strings.Lines(text) {
+			if strings.Contains(l, line) {
+				if !strings.Contains(l, "level=INFO") {
+					t.Errorf("%s: not at info: %s", st.name, l)
+				}
+				_, g, _ := strings.Cut(strings.TrimSpace(l), "gpus=")
+				got = append(got, strings.Trim(g, `"`))
+			}
+		}
+		if !slices.Equal(got, st.logged) {
+			t.Errorf("%s: logged %q, want %q:\n%s", st.name, got, st.logged, text)
+		}
+	}
+}
+
+// lockedWriter serialises writes to a buffer the test reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -31,7 +31,7 @@ type ProcessSampling struct {
 // for it: the simulator's processes (with their procfs tree in a
 // temporary directory) for --source=sim, NVML otherwise, whatever the
 // source (NVML is present wherever the driver is).
-func (o *Opened) openProcesses(cfg Config) error {
+func (o *Opened) openProcesses(cfg Config, logger *slog.Logger) error {
 	if cfg.Processes == processes.ModeOff {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (o *Opened) openProcesses(cfg Config) error {
 		o.Processes = &ProcessSampling{Sampler: ps, Procfs: dir, Pods: ps}
 		return nil
 	}
-	s, err := processes.NewNVML(processes.NVMLConfig{CallTimeout: callTimeout(cfg)})
+	s, err := processes.NewNVML(processes.NVMLConfig{CallTimeout: callTimeout(cfg), Logger: logger})
 	if err != nil {
 		return fmt.Errorf("--collect.processes: %w", err)
 	}

@@ -103,7 +103,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Opened, err 
 		err = o.openAuto(ctx, cfg, logger)
 	}
 	if err == nil {
-		err = o.openProcesses(cfg)
+		err = o.openProcesses(cfg, logger)
 	}
 	if err != nil {
 		return nil, err

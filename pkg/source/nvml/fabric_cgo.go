@@ -3,6 +3,7 @@
 package nvml
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,29 +31,70 @@ type linkInfo struct {
 // answers NOT_SUPPORTED for a GPU without NVLink, INVALID_ARGUMENT for an
 // index it does not have, nvml.h). NOT_SUPPORTED is an answer for one
 // index: DCGM asks every index and marks only that link not supported
-// (DcgmCacheManager::UpdateNvLinkLinkState), so the scan goes on. A lost
-// GPU fails.
-func scanLinks(uuid string, dev nvml.Device) ([]linkInfo, error) {
-	var links []linkInfo
+// (DcgmCacheManager::UpdateNvLinkLinkState), so the scan goes on. Any other
+// failure (nvml.h in NVIDIA/go-nvml lists ERROR_UNKNOWN "on any unexpected
+// error" for this call) says nothing about whether the link exists:
+// the index is returned in failed, to be asked again at the next fabric
+// read. A lost GPU fails.
+func scanLinks(uuid string, dev nvml.Device) (links []linkInfo, failed []linkFailure, err error) {
 	for l := range nvml.NVLINK_MAX_LINKS {
-		_, ret := dev.GetNvLinkState(l)
-		switch ret {
-		case nvml.SUCCESS:
-		case nvml.ERROR_GPU_IS_LOST:
-			return nil, lostError{uuid: uuid}
-		default: // NOT_SUPPORTED, INVALID_ARGUMENT: not a link of this GPU
-			continue
+		li, ok, f, err := scanLink(uuid, dev, l)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case f != nvml.SUCCESS:
+			failed = append(failed, linkFailure{link: l, what: "GetNvLinkState", ret: f})
+		case ok:
+			links = append(links, li)
 		}
-		li := linkInfo{index: l}
-		if pci, ret := dev.GetNvLinkRemotePciInfo(l); ret == nvml.SUCCESS {
-			li.remoteBus = busID(pci)
-		}
-		if t, ret := dev.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS {
-			li.remoteType, li.typeKnown = t, true
-		}
-		links = append(links, li)
 	}
-	return links, nil
+	return links, failed, nil
+}
+
+// scanLink asks NVML for link l of a GPU: ok says it is a link; failed is
+// the state query's return when it failed with a real error (not an answer
+// that the link does not exist, see noSuchLink).
+func scanLink(uuid string, dev nvml.Device, l int) (li linkInfo, ok bool, failed nvml.Return, err error) {
+	_, ret := dev.GetNvLinkState(l)
+	switch {
+	case ret == nvml.SUCCESS:
+	case ret == nvml.ERROR_GPU_IS_LOST:
+		return li, false, nvml.SUCCESS, lostError{uuid: uuid}
+	case noSuchLink(ret):
+		return li, false, nvml.SUCCESS, nil
+	default:
+		return li, false, ret, nil
+	}
+	li.index = l
+	if pci, ret := dev.GetNvLinkRemotePciInfo(l); ret == nvml.SUCCESS {
+		li.remoteBus = busID(pci)
+	}
+	if t, ret := dev.GetNvLinkRemoteDeviceType(l); ret == nvml.SUCCESS {
+		li.remoteType, li.typeKnown = t, true
+	}
+	return li, true, nvml.SUCCESS, nil
+}
+
+// retryFailedLinks asks again the links of a GPU whose state query failed
+// at the last scan, and only those: a link that answers joins links (in
+// index order; the slice of the previous scan is not changed), one that
+// still fails stays in failed.
+func retryFailedLinks(uuid string, dev nvml.Device, links []linkInfo, before []linkFailure) ([]linkInfo, []linkFailure, error) {
+	links = slices.Clone(links)
+	var failed []linkFailure
+	for _, b := range before {
+		li, ok, f, err := scanLink(uuid, dev, b.link)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case f != nvml.SUCCESS:
+			failed = append(failed, linkFailure{link: b.link, what: b.what, ret: f})
+		case ok:
+			links = append(links, li)
+		}
+	}
+	slices.SortFunc(links, func(a, b linkInfo) int { return a.index - b.index })
+	return links, failed, nil
 }
 
 // linkEntities gives each link its entity: the GPU's identity, the link
@@ -269,6 +311,16 @@ func (s *Source) linkReadsFailed(g *gpuInfo, fs []linkFailure) {
 	for _, f := range fs {
 		s.logs.Warn("nvml/nvlink-"+f.what, "nvml NVLink read failed; the link's value is not reported until a read works",
 			"gpu", g.index, "uuid", g.entity.UUID, "link", f.link, "call", f.what, "err", f.ret.Error(), "failed_calls", len(fs))
+	}
+}
+
+// linkScansFailed logs the links of a GPU whose state query failed when
+// the links were listed, at most one line a minute per link (logthrottle):
+// they are not in the inventory until the query works.
+func (s *Source) linkScansFailed(g *gpuInfo) {
+	for _, f := range g.failedLinks {
+		s.logs.Warn("nvml/nvlink-scan-"+strconv.Itoa(g.index)+"-"+strconv.Itoa(f.link), "nvml NVLink state query failed; the link is left out of the inventory until it answers",
+			"gpu", g.index, "uuid", g.entity.UUID, "link", f.link, "call", f.what, "err", f.ret.Error())
 	}
 }
 

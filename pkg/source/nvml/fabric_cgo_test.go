@@ -455,3 +455,108 @@ func TestNVLinkFailedReadsCountedPerFabricInterval(t *testing.T) {
 		}
 	}
 }
+
+// A link whose state query fails with a real error when the links are
+// listed is not "no such link": the failure is counted once per fabric read
+// and logged naming GPU and link, and the link alone is asked again at each
+// fabric read, joining the inventory once it answers. NOT_SUPPORTED and
+// INVALID_ARGUMENT say the link does not exist (nvml.h) and count nothing.
+func TestNVLinkFailedScanRetried(t *testing.T) {
+	t.Parallel()
+	const warning = "nvml NVLink state query failed; the link is left out of the inventory until it answers"
+	cases := []struct {
+		name    string
+		ret     nvml.Return
+		counted bool
+	}{
+		{"unknown error", nvml.ERROR_UNKNOWN, true},
+		{"timeout", nvml.ERROR_TIMEOUT, true},
+		{"not supported", nvml.ERROR_NOT_SUPPORTED, false},
+		{"invalid argument", nvml.ERROR_INVALID_ARGUMENT, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := nvlinkNode()
+			n.gpus[0].links[1].fail = map[string]nvml.Return{"GetNvLinkState": tc.ret}
+			cfg := testConfig()
+			cfg.FabricInterval = time.Minute
+			src, logs := open(t, n, cfg)
+			watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
+			clock := time.Now()
+			src.mu.Lock()
+			src.now = func() time.Time { return clock }
+			src.mu.Unlock()
+			advance := func(d time.Duration) func() {
+				return func() {
+					src.mu.Lock()
+					clock = clock.Add(d)
+					src.mu.Unlock()
+				}
+			}
+			repair := func() { n.update(func() { n.gpus[0].links[1].fail = nil }) }
+			errs := 0
+			if tc.counted {
+				errs = 1
+			}
+			steps := []struct {
+				name    string
+				before  []func()
+				errors  int
+				present bool // link:0:1 is in the inventory
+				logged  int  // warnings so far
+			}{
+				{"first read", nil, errs, false, errs},
+				{"within the interval", []func(){advance(time.Second)}, 0, false, errs},
+				{"next fabric read, still failing", []func(){advance(time.Minute)}, errs, false, errs},
+				{"repaired, within the interval", []func(){repair, advance(time.Second)}, 0, false, errs},
+				{"next fabric read", []func(){advance(time.Minute)}, 0, tc.counted, errs},
+				{"and the one after", []func(){advance(time.Minute)}, 0, tc.counted, errs},
+			}
+			for _, st := range steps {
+				for _, f := range st.before {
+					f()
+				}
+				s := read(t, src)
+				if s.FabricErrors != st.errors {
+					t.Errorf("%s: FabricErrors = %d, want %d", st.name, s.FabricErrors, st.errors)
+				}
+				if got := slices.Contains(keys(s.Inventory), "link:0:1"); got != st.present {
+					t.Errorf("%s: link:0:1 in the inventory: %v, want %v (%v)", st.name, got, st.present, keys(s.Inventory))
+				}
+				for _, k := range []string{"link:0:0", "link:0:2", "link:1:0"} {
+					if !slices.Contains(keys(s.Inventory), k) {
+						t.Errorf("%s: %s not in the inventory", st.name, k)
+					}
+				}
+				if st.present {
+					for e, ent := range s.Inventory.Entities {
+						if ent.Key() == "link:0:1" && (s.LinkState(e) != source.LinkUp || ent.PeerType != source.PeerNVSwitch) {
+							t.Errorf("%s: link:0:1 state %d peer %q, want up to an NVSwitch", st.name, s.LinkState(e), ent.PeerType)
+						}
+					}
+				}
+				if got := logs.count(warning); got != st.logged {
+					t.Errorf("%s: %d warnings, want %d (one a minute at most)", st.name, got, st.logged)
+				}
+			}
+			if tc.counted && (!strings.Contains(logs.String(), "gpu=0") || !strings.Contains(logs.String(), "link=1")) {
+				t.Errorf("warning does not name GPU 0 link 1:\n%s", logs)
+			}
+			// Only the failed link is asked again: the links that answered
+			// had their far end read once, when GPU 0 was first scanned.
+			n.mu.Lock()
+			calls := n.devs[0].GetNvLinkRemotePciInfoCalls()
+			n.mu.Unlock()
+			perLink := map[int]int{}
+			for _, c := range calls {
+				perLink[c.N]++
+			}
+			for _, l := range []int{0, 2} {
+				if perLink[l] != 1 {
+					t.Errorf("link %d far end read %d times, want 1", l, perLink[l])
+				}
+			}
+		})
+	}
+}

@@ -31,6 +31,10 @@ type gpuInfo struct {
 	devs []migDevice
 	// links are the GPU's NVLinks, scanned once per GPU.
 	links []linkInfo
+	// failedLinks are the link indices whose nvmlDeviceGetNvLinkState
+	// failed with a real error at the last attempt (see scanLinks): not in
+	// links, asked again at the next fabric read.
+	failedLinks []linkFailure
 }
 
 // migInfo is one MIG GPU instance; dev is the MIG device of its first
@@ -70,10 +74,18 @@ type scanResult struct {
 	lost     []lostReport
 	missing  []int // selected indices NVML does not list
 	problems []problem
+	// denied are the GPUs whose handle NVML refused with NO_PERMISSION
+	// ("the user doesn't have permission to talk to this device", nvml.h,
+	// nvmlDeviceGetHandleByIndex_v2, in NVIDIA/go-nvml): a container
+	// given only some of the node's GPUs' device nodes. A state of the
+	// deployment, not a failure; process accounting leaves them out alike.
+	denied []int
 }
 
-// rescan lists the GPUs and MIG devices and installs the result.
-func (s *Source) rescan(ctx context.Context) error {
+// rescan lists the GPUs and MIG devices and installs the result;
+// retryLinks asks again the links whose state query failed before (a
+// fabric read is due).
+func (s *Source) rescan(ctx context.Context, retryLinks bool) error {
 	prev := s.gpus
 	// The job gets its own copy: Read may mark a GPU dead while a scan
 	// that timed out still runs.
@@ -81,9 +93,17 @@ func (s *Source) rescan(ctx context.Context) error {
 	if len(s.dead) > 0 {
 		dead = maps.Clone(s.dead)
 	}
-	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead) })
+	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead, retryLinks) })
 	if err != nil {
 		return err
+	}
+	if !slices.Equal(res.denied, s.denied) {
+		s.denied = res.denied
+		if len(res.denied) > 0 {
+			s.log.Info("GPUs left out: this process has no permission to talk to them (NVML NO_PERMISSION)", "gpus", fmt.Sprint(res.denied))
+		} else {
+			s.log.Info("every GPU may be talked to again")
+		}
 	}
 	for _, p := range res.problems {
 		if s.first("scan-" + strconv.Itoa(p.index) + "-" + p.what + "-" + strconv.Itoa(int(p.ret))) {
@@ -107,7 +127,7 @@ func (s *Source) rescan(ctx context.Context) error {
 
 // scan lists the selected GPUs; it runs on the worker. prev is only read;
 // dead is the job's own copy.
-func (s *Source) scan(prev []*gpuInfo, dead map[string]bool) (scanResult, error) {
+func (s *Source) scan(prev []*gpuInfo, dead map[string]bool, retryLinks bool) (scanResult, error) {
 	n, ret := s.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return scanResult{}, fmt.Errorf("DeviceGetCount: %w", ret)
@@ -124,7 +144,7 @@ func (s *Source) scan(prev []*gpuInfo, dead map[string]bool) (scanResult, error)
 				before = g
 			}
 		}
-		g, err := s.scanGPU(i, before, dead)
+		g, err := s.scanGPU(i, before, dead, retryLinks)
 		var lost lostError
 		switch {
 		case errors.As(err, &lost):
@@ -135,7 +155,10 @@ func (s *Source) scan(prev []*gpuInfo, dead map[string]bool) (scanResult, error)
 			res.lost = append(res.lost, lostReport{index: i, uuid: uuid})
 		case err != nil:
 			var p problem
-			if errors.As(err, &p) {
+			switch {
+			case errors.As(err, &p) && p.what == "DeviceGetHandleByIndex" && p.ret == nvml.ERROR_NO_PERMISSION:
+				res.denied = append(res.denied, i)
+			case errors.As(err, &p):
 				res.problems = append(res.problems, p)
 			}
 		case g != nil:
@@ -172,8 +195,10 @@ func check(index int, uuid, what string, ret nvml.Return) error {
 }
 
 // scanGPU reads one GPU's identity and MIG layout; static facts come from
-// before when it is the same GPU. It returns nil, nil for a GPU marked dead.
-func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo, error) {
+// before when it is the same GPU, except the links whose state query
+// failed, asked again when retryLinks is set. It returns nil, nil for a GPU
+// marked dead.
+func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool, retryLinks bool) (*gpuInfo, error) {
 	dev, ret := s.lib.DeviceGetHandleByIndex(i)
 	if err := check(i, "", "DeviceGetHandleByIndex", ret); err != nil {
 		return nil, err
@@ -189,14 +214,20 @@ func (s *Source) scanGPU(i int, before *gpuInfo, dead map[string]bool) (*gpuInfo
 	g := &gpuInfo{index: i, dev: dev}
 	if before != nil && before.entity.UUID == uuid {
 		g.entity = before.entity
-		g.links = before.links
+		g.links, g.failedLinks = before.links, before.failedLinks
+		if retryLinks && len(before.failedLinks) > 0 {
+			var err error
+			if g.links, g.failedLinks, err = retryFailedLinks(uuid, dev, before.links, before.failedLinks); err != nil {
+				return nil, err
+			}
+		}
 	} else {
 		e, err := gpuEntity(i, uuid, dev)
 		if err != nil {
 			return nil, err
 		}
 		g.entity = e
-		if g.links, err = scanLinks(uuid, dev); err != nil {
+		if g.links, g.failedLinks, err = scanLinks(uuid, dev); err != nil {
 			return nil, err
 		}
 	}

@@ -52,6 +52,9 @@ type Source struct {
 	procs []Process
 
 	logged map[string]bool
+	// denied are the GPU indices NVML refused a handle for
+	// (NO_PERMISSION) at the last scan, logged when the set changes.
+	denied []int
 
 	// logs rate-limits warnings that can repeat on every fabric read;
 	// nvlinkFailing says the last fabric read had failed link calls.
@@ -159,8 +162,10 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		return nil, err
 	}
 	if !fresh {
-		// A fresh connection has just scanned the GPUs.
-		if err := s.rescan(ctx); err != nil {
+		// A fresh connection has just scanned the GPUs. Links whose state
+		// query failed are asked again when the fabric is read.
+		retryLinks := s.fab.due(s.inv, s.now(), s.cfg.FabricInterval)
+		if err := s.rescan(ctx, retryLinks); err != nil {
 			return nil, s.failed(err)
 		}
 	}
@@ -209,6 +214,10 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		if len(res.linkFailures) > 0 {
 			linksFailed = true
 			s.linkReadsFailed(g, res.linkFailures)
+		}
+		if fabric && len(g.failedLinks) > 0 {
+			linksFailed = true
+			s.linkScansFailed(g)
 		}
 		s.applyXIDs(sample, g, x, res.xids)
 		procs = append(procs, res.procs...)
@@ -364,7 +373,7 @@ func (s *Source) connect(ctx context.Context) error {
 	}
 	s.driver = driver
 	// The scan also registers event sets once Watch was called.
-	return s.rescan(ctx)
+	return s.rescan(ctx, false)
 }
 
 func (s *Source) initJob() (struct{}, error) {

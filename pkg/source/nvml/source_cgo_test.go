@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -823,5 +824,45 @@ func BenchmarkRead(b *testing.B) {
 		if _, err := src.Read(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A GPU whose handle NVML refuses with NO_PERMISSION (a container given
+// only some of the node's GPUs' device nodes) is left out of the inventory
+// as a state of the deployment: one info line naming the GPUs, again only
+// when the set changes, and no warning. Process accounting treats it alike.
+func TestGPUWithoutPermissionLeftOut(t *testing.T) {
+	t.Parallel()
+	const line = "GPUs left out: this process has no permission to talk to them (NVML NO_PERMISSION)"
+	g0, g1 := h100(), h100()
+	g1.uuid, g1.bus, g1.minor = "GPU-11111111-2222-3333-4444-555555555555", "00000000:5E:00.0", 1
+	g1.fail = map[string]nvml.Return{"DeviceGetHandleByIndex": nvml.ERROR_NO_PERMISSION}
+	n := newFakeNode(g0, g1)
+	src, logs := open(t, n, testConfig())
+	steps := []struct {
+		name   string
+		before func()
+		keys   []string
+		lines  int // info lines so far
+	}{
+		{"GPU 1 refused", func() {}, []string{"gpu:0"}, 1},
+		{"still refused", func() {}, []string{"gpu:0"}, 1},
+		{"allowed", func() { n.update(func() { g1.fail = nil }) }, []string{"gpu:0", "gpu:1"}, 1},
+		{"refused again", func() {
+			n.update(func() { g1.fail = map[string]nvml.Return{"DeviceGetHandleByIndex": nvml.ERROR_NO_PERMISSION} })
+		}, []string{"gpu:0"}, 2},
+	}
+	for _, st := range steps {
+		st.before()
+		s := read(t, src)
+		if got := keys(s.Inventory); !slices.Equal(got, st.keys) {
+			t.Errorf("%s: entities %v, want %v", st.name, got, st.keys)
+		}
+		if got := logs.count(line); got != st.lines {
+			t.Errorf("%s: %d info lines, want %d:\n%s", st.name, got, st.lines, logs)
+		}
+	}
+	if text := logs.String(); !strings.Contains(text, `level=INFO msg="`+line+`" source=nvml gpus=[1]`) || strings.Contains(text, "nvml GPU query failed") {
+		t.Errorf("want the info line naming GPU 1 and no warning:\n%s", text)
 	}
 }
