@@ -23,6 +23,10 @@ const (
 	hostCgroup    = "0::/system.slice/xorg.service\n"
 )
 
+// A pod without hostPID: the exporter is PID 1, its first thread TID 2
+// with PID 1's parent, 0 (/proc/2/stat read in such a namespace).
+const exporterThread = "2 (gpu-exporter) S 0 0 0 0 -1 4194368 209 0 0 0 0 0 0 0 20 0 4 0 3379233 1256628224 546 18446744073709551615\n"
+
 // procTree writes a fake procfs: PID 2's stat (none when pid2 is empty)
 // and a process for each pid -> cgroup.
 func procTree(t *testing.T, pid2 string, procs map[uint32]string) string {
@@ -146,6 +150,15 @@ func TestCheckProcesses(t *testing.T) {
 			procs: func(t *testing.T) Processes {
 				tree := procTree(t, containerPID2, map[uint32]string{1: hostCgroup})
 				return Processes{Mode: processes.ModeContainer, Given: true, Runs: true, Sampling: withNVML(onGPU0(100), tree)}
+			},
+			nodeName: "node-1",
+			want:     Fail, found: "shows a container's PID namespace", fix: "hostPID: true",
+		},
+		{
+			name: "a container's PID namespace, PID 2 is PID 1's thread",
+			procs: func(t *testing.T) Processes {
+				tree := procTree(t, exporterThread, map[uint32]string{1: hostCgroup})
+				return Processes{Mode: processes.ModeContainer, Given: true, Runs: true, Sampling: withNVML(onGPU0(1), tree)}
 			},
 			nodeName: "node-1",
 			want:     Fail, found: "shows a container's PID namespace", fix: "hostPID: true",
