@@ -275,3 +275,52 @@ func TestCheckProcessesSimulator(t *testing.T) {
 		t.Errorf("found %q: the timeslicing scenario runs processes", res.Found)
 	}
 }
+
+// TestCheckProcessesBounded: a procfs read that blocks (a process stuck in
+// the kernel, a hung mount; here a named pipe nobody writes) ends the check
+// at its deadline with a verdict, not a hang.
+func TestCheckProcessesBounded(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		tree  func(t *testing.T) string
+		found string
+	}{
+		{"PID 2's stat blocks", func(t *testing.T) string {
+			root := procTree(t, "", map[uint32]string{100: podCgroup})
+			mkdir(t, root, "2")
+			mkfifo(t, filepath.Join(root, "2", "stat"))
+			return root
+		}, "cannot be read: reading stopped"},
+		{"a GPU process's cgroup blocks", func(t *testing.T) string {
+			root := procTree(t, kthreadd, map[uint32]string{100: podCgroup})
+			if err := os.Remove(filepath.Join(root, "100", "cgroup")); err != nil {
+				t.Fatal(err)
+			}
+			mkfifo(t, filepath.Join(root, "100", "cgroup"))
+			return root
+		}, "no answer within 200ms"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tree := tc.tree(t)
+			cfg := Config{NodeName: "node-1", Timeout: 200 * time.Millisecond, Processes: Processes{
+				Mode: processes.ModeContainer, Given: true, Runs: true,
+				Sampling: func() *ProcessSampling {
+					return &ProcessSampling{Sampler: onGPU0(100), Procfs: tree, HostPIDs: true}
+				},
+			}}
+			done := make(chan Result, 1)
+			go func() { done <- checkProcesses(context.Background(), cfg) }()
+			select {
+			case res := <-done:
+				if res.Status != Fail || !strings.Contains(res.Found, tc.found) {
+					t.Errorf("%s %q, want fail with %q", res.Status, res.Found, tc.found)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the check still blocked after 20s, its deadline 200ms")
+			}
+		})
+	}
+}
