@@ -1,10 +1,12 @@
 package doctor
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 )
 
 // Args takes the doctor's own flags out of the arguments after the
@@ -67,7 +69,11 @@ func argsFrom(args []string, subcommand string) ([]string, error) {
 	if file == "" {
 		return rest, nil
 	}
-	data, err := os.ReadFile(file) //nolint:gosec // G304: the operator names the command line to read
+	// Bounded, and refused unless a regular file (a named pipe would
+	// block): a process's cmdline is read from its memory, and the read
+	// waits while the process's memory map is locked (a process stuck in
+	// the driver), so the doctor would hang before any check.
+	data, err := config.ReadFile(context.Background(), file)
 	if err != nil {
 		return nil, fmt.Errorf("--args-from: %w", err)
 	}

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestArgs(t *testing.T) {
@@ -36,7 +38,7 @@ func TestArgs(t *testing.T) {
 		{[]string{"--args-from", doctorLine}, "text", []string{"--source=dcgm"}, ""},
 		{[]string{"--args-from"}, "", nil, "--args-from needs a file"},
 		{[]string{"--args-from=" + empty}, "", nil, "empty command line"},
-		{[]string{"--args-from=" + filepath.Join(dir, "missing")}, "", nil, "--args-from: open"},
+		{[]string{"--args-from=" + filepath.Join(dir, "missing")}, "", nil, "--args-from: stat " + filepath.Join(dir, "missing")},
 	}
 	for _, tt := range tests {
 		output, rest, err := Args(tt.args, "doctor")
@@ -94,5 +96,77 @@ func TestArgsFromHostPID(t *testing.T) {
 	}
 	if _, err := argsFrom([]string{"--args-from=" + filepath.Join(proc, "1", "cmdline")}, "doctor"); err == nil || !strings.Contains(err.Error(), "shows no running gpu-exporter") {
 		t.Errorf("without a running exporter: error %v, want one saying none runs", err)
+	}
+}
+
+// argsFromWithin runs argsFrom and fails the test if it has not returned
+// within limit: a read that blocks would hang the doctor.
+func argsFromWithin(t *testing.T, limit time.Duration, args []string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := argsFrom(args, "doctor")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("argsFrom(%q) still blocked after %s", args, limit)
+		return nil
+	}
+}
+
+// mkfifo makes a named pipe nobody writes to, whose read blocks as the
+// read of a locked process's cmdline does; at cleanup a writer opens and
+// closes it, so that a reader still blocked returns.
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = f.Close()
+		}
+	})
+}
+
+// TestArgsFromDoesNotBlock: neither the --args-from file nor the scan of
+// the procfs for the exporter's command line may hang the doctor.
+func TestArgsFromDoesNotBlock(t *testing.T) {
+	proc := t.TempDir()
+	for pid, line := range map[string]string{
+		"1":    "/sbin/init\x00",
+		"4242": "/usr/bin/gpu-exporter\x00--collect.processes=container\x00",
+	} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "cmdline"), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(proc, "77"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, filepath.Join(proc, "77", "cmdline"))
+	pipe := filepath.Join(t.TempDir(), "cmdline")
+	mkfifo(t, pipe)
+
+	old := cmdlineScanTimeout
+	cmdlineScanTimeout = 50 * time.Millisecond
+	t.Cleanup(func() { cmdlineScanTimeout = old })
+	cases := []struct {
+		name, file, want string
+	}{
+		{"the file is a named pipe", pipe, "not a regular file"},
+		{"a process's cmdline blocks", filepath.Join(proc, "1", "cmdline"), "no answer within 50ms"},
+	}
+	for _, tc := range cases {
+		err := argsFromWithin(t, 20*time.Second, []string{"--args-from=" + tc.file})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.file) {
+			t.Errorf("%s: error %v, want one naming %s with %q", tc.name, err, tc.file, tc.want)
+		}
 	}
 }

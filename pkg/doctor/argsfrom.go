@@ -1,12 +1,16 @@
 package doctor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 )
 
 // exporterProgram is the exporter's program name (the image's
@@ -32,12 +36,21 @@ func exporterCommandLine(file, program string) error {
 		return fmt.Errorf("%s: name the exporter's command line (/proc/<pid>/cmdline)", msg)
 	}
 	procfs := filepath.Dir(filepath.Dir(file))
-	found := exporterCommandLines(procfs)
+	found, err := config.Bounded(context.Background(), "cmdlines of "+procfs, cmdlineScanTimeout,
+		func() ([]string, error) { return exporterCommandLines(procfs), nil })
+	if err != nil {
+		return fmt.Errorf("%s; with hostPID (process accounting) PID 1 is the host's init, and listing the command lines of %s: %w: name the exporter's /proc/<pid>/cmdline", msg, procfs, err)
+	}
 	if len(found) == 0 {
 		return fmt.Errorf("%s; with hostPID (process accounting) PID 1 is the host's init, and %s shows no running %s: name its /proc/<pid>/cmdline", msg, procfs, exporterProgram)
 	}
 	return fmt.Errorf("%s; with hostPID (process accounting) PID 1 is the host's init: use --args-from=%s", msg, strings.Join(found, " or --args-from="))
 }
+
+// cmdlineScanTimeout bounds the reading of every process's command line
+// (a process whose memory map is locked blocks the read of its cmdline, as
+// it blocks ps); a variable for tests.
+var cmdlineScanTimeout = 5 * time.Second
 
 // exporterCommandLines lists the cmdline files under procfs of running
 // exporters (not doctors), by PID.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 )
 
@@ -77,18 +78,26 @@ func checkProcesses(ctx context.Context, cfg Config) Result {
 		return res
 	}
 	mode := fmt.Sprintf("--collect.processes=%s", p.Mode)
+	// procfs reads can block (a process stuck in the kernel, a hung
+	// mount): each step is bounded by the check's deadline.
+	cctx, cancel := withTimeout(ctx, cfg)
+	defer cancel()
 	if !ps.HostPIDs {
 		res.Details = append(res.Details, "simulated processes, resolved in the simulator's own procfs tree "+ps.Procfs)
-	} else if found, ok := checkProcfs(ps.Procfs); !ok {
+	} else if found, ok := boundedProcfs(cctx, ps.Procfs); !ok {
 		res.Status, res.Found, res.Fix = needed, mode+": "+found, procfsFix
 		return res
 	} else {
 		res.Details = append(res.Details, found)
 	}
-	cctx, cancel := withTimeout(ctx, cfg)
-	defer cancel()
-	probe, err := processes.ProbeSampler(cctx, ps.Sampler, ps.Procfs)
+	probe, err := config.Bounded(cctx, "processes probe of "+ps.Procfs, 0, func() (processes.Probe, error) {
+		return processes.ProbeSampler(cctx, ps.Sampler, ps.Procfs)
+	})
 	switch {
+	case err != nil && cctx.Err() != nil:
+		res.Status, res.Found = needed, fmt.Sprintf("%s: listing the GPUs' processes and reading them in %s: no answer within %s: %v", mode, ps.Procfs, cfg.Timeout, err)
+		res.Fix = "check the driver with nvidia-smi, and that " + ps.Procfs + " can be read (ps hangs too when a process is stuck in the kernel)"
+		return res
 	case errors.Is(err, processes.ErrUnavailable):
 		res.Status, res.Found = needed, fmt.Sprintf("%s: NVML cannot be loaded or initialised: %v", mode, err)
 		res.Fix = LibNVML + " and a running driver are needed beside any source: " +
@@ -125,6 +134,22 @@ func checkProcesses(ctx context.Context, cfg Config) Result {
 		res.Fix = "set NODE_NAME from the downward API (spec.nodeName) and grant list/watch on pods to name containers (the chart does with processAccounting.enabled); until then series carry pod_uid and container_id"
 	}
 	return res
+}
+
+// boundedProcfs is checkProcfs given up on when ctx is done.
+func boundedProcfs(ctx context.Context, procfs string) (found string, ok bool) {
+	type verdict struct {
+		found string
+		ok    bool
+	}
+	v, err := config.Bounded(ctx, "procfs "+procfs, 0, func() (verdict, error) {
+		found, ok := checkProcfs(procfs)
+		return verdict{found, ok}, nil
+	})
+	if err != nil {
+		return fmt.Sprintf("--path.procfs %s cannot be read: %v", procfs, err), false
+	}
+	return v.found, v.ok
 }
 
 // checkProcfs reads the procfs directory and says whether it shows the

@@ -23,6 +23,10 @@ const (
 	hostCgroup    = "0::/system.slice/xorg.service\n"
 )
 
+// A pod without hostPID: the exporter is PID 1, its first thread TID 2
+// with PID 1's parent, 0 (/proc/2/stat read in such a namespace).
+const exporterThread = "2 (gpu-exporter) S 0 0 0 0 -1 4194368 209 0 0 0 0 0 0 0 20 0 4 0 3379233 1256628224 546 18446744073709551615\n"
+
 // procTree writes a fake procfs: PID 2's stat (none when pid2 is empty)
 // and a process for each pid -> cgroup.
 func procTree(t *testing.T, pid2 string, procs map[uint32]string) string {
@@ -151,6 +155,15 @@ func TestCheckProcesses(t *testing.T) {
 			want:     Fail, found: "shows a container's PID namespace", fix: "hostPID: true",
 		},
 		{
+			name: "a container's PID namespace, PID 2 is PID 1's thread",
+			procs: func(t *testing.T) Processes {
+				tree := procTree(t, exporterThread, map[uint32]string{1: hostCgroup})
+				return Processes{Mode: processes.ModeContainer, Given: true, Runs: true, Sampling: withNVML(onGPU0(1), tree)}
+			},
+			nodeName: "node-1",
+			want:     Fail, found: "shows a container's PID namespace", fix: "hostPID: true",
+		},
+		{
 			name: "no PID 2",
 			procs: func(t *testing.T) Processes {
 				tree := procTree(t, "", map[uint32]string{1: hostCgroup})
@@ -260,5 +273,54 @@ func TestCheckProcessesSimulator(t *testing.T) {
 	}
 	if strings.Contains(res.Found, " 0 GPU processes") {
 		t.Errorf("found %q: the timeslicing scenario runs processes", res.Found)
+	}
+}
+
+// TestCheckProcessesBounded: a procfs read that blocks (a process stuck in
+// the kernel, a hung mount; here a named pipe nobody writes) ends the check
+// at its deadline with a verdict, not a hang.
+func TestCheckProcessesBounded(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		tree  func(t *testing.T) string
+		found string
+	}{
+		{"PID 2's stat blocks", func(t *testing.T) string {
+			root := procTree(t, "", map[uint32]string{100: podCgroup})
+			mkdir(t, root, "2")
+			mkfifo(t, filepath.Join(root, "2", "stat"))
+			return root
+		}, "cannot be read: reading stopped"},
+		{"a GPU process's cgroup blocks", func(t *testing.T) string {
+			root := procTree(t, kthreadd, map[uint32]string{100: podCgroup})
+			if err := os.Remove(filepath.Join(root, "100", "cgroup")); err != nil {
+				t.Fatal(err)
+			}
+			mkfifo(t, filepath.Join(root, "100", "cgroup"))
+			return root
+		}, "no answer within 200ms"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tree := tc.tree(t)
+			cfg := Config{NodeName: "node-1", Timeout: 200 * time.Millisecond, Processes: Processes{
+				Mode: processes.ModeContainer, Given: true, Runs: true,
+				Sampling: func() *ProcessSampling {
+					return &ProcessSampling{Sampler: onGPU0(100), Procfs: tree, HostPIDs: true}
+				},
+			}}
+			done := make(chan Result, 1)
+			go func() { done <- checkProcesses(context.Background(), cfg) }()
+			select {
+			case res := <-done:
+				if res.Status != Fail || !strings.Contains(res.Found, tc.found) {
+					t.Errorf("%s %q, want fail with %q", res.Status, res.Found, tc.found)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the check still blocked after 20s, its deadline 200ms")
+			}
+		})
 	}
 }

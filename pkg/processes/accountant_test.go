@@ -444,6 +444,13 @@ func TestAccountantWarnsWithoutHostPIDNamespace(t *testing.T) {
 	t.Parallel()
 	kthreadd := "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615\n"
 	containerPID2 := "2 (sh) S 1 2 2 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 500 1000000 100 18446744073709551615\n"
+	// A pod without hostPID: the exporter is PID 1 and its first thread
+	// TID 2, whose stat shows PID 1's parent, 0 (read in such a namespace).
+	exporterThread := "2 (gpu-exporter) S 0 0 0 0 -1 4194368 209 0 0 0 0 0 0 0 20 0 4 0 3379233 1256628224 546 18446744073709551615\n"
+	// kubectl exec: a process entered with setns has no parent in the namespace.
+	execd := "2 (sh) S 0 2 2 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 500 1000000 100 18446744073709551615\n"
+	// A process named kthreadd, not a kernel thread.
+	fakeKthreadd := "2 (kthreadd) S 0 2 2 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 500 1000000 100 18446744073709551615\n"
 	cases := []struct {
 		name     string
 		pid2     string // /proc/2/stat; "" for none
@@ -452,6 +459,10 @@ func TestAccountantWarnsWithoutHostPIDNamespace(t *testing.T) {
 	}{
 		{"host namespace", kthreadd, true, false},
 		{"container namespace", containerPID2, true, true},
+		{"container namespace, PID 1's thread", exporterThread, true, true},
+		{"container namespace, kubectl exec", execd, true, true},
+		{"container namespace, a kthreadd not a kernel thread", fakeKthreadd, true, true},
+		{"truncated stat", "2 (kthreadd) S 0\n", true, true},
 		{"no pid 2", "", true, true},
 		{"sampler with its own procfs", "", false, false},
 	}

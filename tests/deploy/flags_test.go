@@ -3,10 +3,12 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -107,11 +109,14 @@ func TestDeploymentFlagsAreReal(t *testing.T) {
 
 	t.Run("kustomize", func(t *testing.T) {
 		t.Parallel()
-		for _, dir := range []string{"base", "overlays/remote-hostengine"} {
+		for _, dir := range []string{"base", "overlays/remote-hostengine", "overlays/process-accounting"} {
 			_, objs := kustomizeBuild(t, filepath.Join(kustomizeDir, dir))
 			args := stringList(exporterContainer(t, objs), "args")
 			checkArgNames(t, dir, args, flags)
 			checkAccepted(t, dir, args, nil)
+			if dir == "overlays/process-accounting" {
+				checkProcessAccounting(t, dir, objs, args)
+			}
 		}
 	})
 
@@ -220,5 +225,34 @@ func checkMentionedFlags(t *testing.T, flags map[string]bool) {
 				t.Errorf("%s mentions %s, which is no flag's environment twin", rel, m)
 			}
 		}
+	}
+}
+
+// checkProcessAccounting checks that a process accounting deployment turns
+// it on, reads the host's /proc where it mounts it, and shares the host's
+// PID namespace (NVML reports host PIDs).
+func checkProcessAccounting(t *testing.T, what string, objs []object, args []string) {
+	t.Helper()
+	if !slices.Contains(args, "--collect.processes=container") {
+		t.Errorf("%s: args %q do not turn on container accounting", what, args)
+	}
+	procfs := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--path.procfs="); ok {
+			procfs = v
+		}
+	}
+	pod := get(only(t, objs, "DaemonSet"), "spec", "template", "spec")
+	mounted := false
+	for _, m := range list(exporterContainer(t, objs), "volumeMounts") {
+		if get(m, "mountPath") == procfs && get(m, "readOnly") == true {
+			mounted = get(byName(list(pod, "volumes"), fmt.Sprint(m["name"])), "hostPath", "path") == "/proc"
+		}
+	}
+	if procfs == "" || !mounted {
+		t.Errorf("%s: --path.procfs=%q is not the host's /proc mounted read-only in the exporter", what, procfs)
+	}
+	if get(pod, "hostPID") != true {
+		t.Errorf("%s: the pod does not share the host's PID namespace (hostPID)", what)
 	}
 }
