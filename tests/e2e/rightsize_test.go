@@ -115,13 +115,23 @@ func testRightsize(t *testing.T, s *stack) {
 			continue
 		}
 		// A few minutes of data in a 1h window: charged at most the time
-		// the stack has run, and too little data for confidence.
-		if r.AllocatedGPUHours <= 0 || r.AllocatedGPUHours > 3*(elapsed+1.0/60) || r.Coverage <= 0 || r.Coverage > elapsed+1.0/60 || r.Confidence != "low" {
+		// the stack has run (plus the grid minute), for at most the six
+		// GPUs the autoscaling node's pods hold between them (llm-server
+		// alone holds about 4.9 GPU equivalents: GPUs 0, 1, 4 and 5, half
+		// of GPU 2 and a 3g.40gb instance), and too little data for
+		// confidence.
+		if r.AllocatedGPUHours <= 0 || r.AllocatedGPUHours > 6*(elapsed+1.0/60) || r.Coverage <= 0 || r.Coverage > elapsed+1.0/60 || r.Confidence != "low" {
 			t.Errorf("1h: %s: %.4f GPU-hours, coverage %.3f, confidence %s after %.3f h", name, r.AllocatedGPUHours, r.Coverage, r.Confidence, elapsed)
 		}
 	}
-	if nb := hour["research/notebook"]; nb.P95Activity != 0 || nb.IdleGPUHours != nb.AllocatedGPUHours || nb.PeakMemoryBytes != historyBaseMiB*(1<<20) {
-		t.Errorf("1h: research/notebook: p95 activity %v, idle %v of %v GPU-hours, peak memory %v; want 0, all, %d MiB",
+	// The notebook is idle all the time it holds its GPU. Its idle and
+	// allocated hours come from two recordings that rule groups write
+	// independently: at the first grid minute after the stack starts, one
+	// may already have a sample and the other not yet, so idle may trail
+	// allocated by that one minute of its one GPU (never in steady state).
+	if nb := hour["research/notebook"]; nb.P95Activity != 0 || nb.IdleGPUHours <= 0 || nb.IdleGPUHours > nb.AllocatedGPUHours ||
+		nb.AllocatedGPUHours-nb.IdleGPUHours > 1.0/60+1e-9 || nb.PeakMemoryBytes != historyBaseMiB*(1<<20) {
+		t.Errorf("1h: research/notebook: p95 activity %v, idle %v of %v GPU-hours, peak memory %v; want 0, all (less at most the first grid minute), %d MiB",
 			nb.P95Activity, nb.IdleGPUHours, nb.AllocatedGPUHours, nb.PeakMemoryBytes, historyBaseMiB)
 	}
 
