@@ -132,15 +132,7 @@ func TestNVLinkReadsOncePerFabricInterval(t *testing.T) {
 	linkFields := []string{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
 		"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"}
 	watch(t, src, linkFields...)
-	clock := time.Now()
-	src.mu.Lock()
-	src.now = func() time.Time { return clock }
-	src.mu.Unlock()
-	advance := func(d time.Duration) {
-		src.mu.Lock()
-		clock = clock.Add(d)
-		src.mu.Unlock()
-	}
+	advance := freezeClock(src)
 	// calls counts, over both GPUs, the calls go-nvml's mock recorded.
 	type counts struct{ state, counter, fabricInfo, fieldValues int }
 	calls := func() counts {
@@ -413,17 +405,8 @@ func TestNVLinkFailedReadsCountedPerFabricInterval(t *testing.T) {
 	cfg.FabricInterval = time.Minute
 	src, logs := open(t, n, cfg)
 	watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
-	clock := time.Now()
-	src.mu.Lock()
-	src.now = func() time.Time { return clock }
-	src.mu.Unlock()
-	advance := func(d time.Duration) func() {
-		return func() {
-			src.mu.Lock()
-			clock = clock.Add(d)
-			src.mu.Unlock()
-		}
-	}
+	tick := freezeClock(src)
+	advance := func(d time.Duration) func() { return func() { tick(d) } }
 	setFail := func(ret nvml.Return) func() {
 		return func() {
 			n.update(func() { n.gpus[0].links[0].fail = map[string]nvml.Return{"GetNvLinkErrorCounter": ret} })
@@ -483,17 +466,8 @@ func TestNVLinkFailedScanRetried(t *testing.T) {
 			cfg.FabricInterval = time.Minute
 			src, logs := open(t, n, cfg)
 			watch(t, src, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL")
-			clock := time.Now()
-			src.mu.Lock()
-			src.now = func() time.Time { return clock }
-			src.mu.Unlock()
-			advance := func(d time.Duration) func() {
-				return func() {
-					src.mu.Lock()
-					clock = clock.Add(d)
-					src.mu.Unlock()
-				}
-			}
+			tick := freezeClock(src)
+			advance := func(d time.Duration) func() { return func() { tick(d) } }
 			repair := func() { n.update(func() { n.gpus[0].links[1].fail = nil }) }
 			errs := 0
 			if tc.counted {

@@ -112,6 +112,19 @@ func watch(t testing.TB, src *Source, names ...string) {
 	}
 }
 
+// freezeClock stops src's clock at now and returns what moves it on by d.
+func freezeClock(src *Source) (advance func(d time.Duration)) {
+	clock := time.Now()
+	src.mu.Lock()
+	src.now = func() time.Time { return clock }
+	src.mu.Unlock()
+	return func(d time.Duration) {
+		src.mu.Lock()
+		clock = clock.Add(d)
+		src.mu.Unlock()
+	}
+}
+
 func read(t testing.TB, src *Source) *source.Sample {
 	t.Helper()
 	s, err := src.Read(context.Background())
