@@ -240,6 +240,12 @@ func (c *Collector) Collect(ctx context.Context) error {
 	start := time.Now()
 	c.started = start
 	err := c.collect(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by the exporter's shutdown, not failed: nothing is
+		// counted or logged, and the page stays as it was for the scrapes
+		// the shutdown still answers.
+		return err
+	}
 	c.m.duration.Observe(time.Since(start).Seconds())
 	c.m.collections.Inc()
 	if err != nil {
@@ -332,6 +338,9 @@ func (c *Collector) read(ctx context.Context) (*source.Sample, error) {
 	}()
 	select {
 	case r := <-ch:
+		if r.err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("read %s source: %w", c.src.Name(), r.err) // stopping: Collect counts nothing
+		}
 		if r.err != nil {
 			stage := "read"
 			if errors.Is(r.err, context.DeadlineExceeded) {
@@ -347,6 +356,9 @@ func (c *Collector) read(ctx context.Context) (*source.Sample, error) {
 		return r.s, nil
 	case <-rctx.Done():
 		c.pending = ch
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read %s source: %w", c.src.Name(), context.Cause(ctx)) // stopping
+		}
 		c.m.errors.WithLabelValues("timeout").Inc()
 		return nil, fmt.Errorf("read %s source: no answer within %s: %w", c.src.Name(), c.cfg.Timeout, rctx.Err())
 	}

@@ -38,6 +38,9 @@ func (e *events) health(ctx context.Context) ([]source.LostGPU, []source.HealthI
 	hctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	inc, err := hr.HealthIncidents(hctx)
+	if err != nil && ctx.Err() != nil {
+		return lost, nil // the exporter is stopping: not a failed check
+	}
 	if err != nil {
 		e.m.errors.WithLabelValues("health").Inc()
 		if !e.healthFailed {

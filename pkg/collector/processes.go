@@ -37,6 +37,9 @@ func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, wan
 	pctx, cancel := context.WithDeadline(ctx, c.started.Add(c.cfg.Timeout))
 	defer cancel()
 	devs, err := c.cfg.Processes.Collect(pctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil // the exporter is stopping: not a failure of accounting
+	}
 	if errors.Is(err, processes.ErrUnavailable) {
 		// A state of the node (no NVML), not a failed collection: the
 		// accountant reports it (gpu_exporter_process_accounting_available

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // exporterProgram is the exporter's program name (the image's
@@ -36,8 +36,9 @@ func exporterCommandLine(file, program string) error {
 		return fmt.Errorf("%s: name the exporter's command line (/proc/<pid>/cmdline)", msg)
 	}
 	procfs := filepath.Dir(filepath.Dir(file))
-	found, err := config.Bounded(context.Background(), "cmdlines of "+procfs, cmdlineScanTimeout,
-		func() ([]string, error) { return exporterCommandLines(procfs), nil })
+	ctx, cancel := context.WithTimeout(context.Background(), cmdlineScanTimeout)
+	defer cancel()
+	found, err := exporterCommandLines(ctx, procfs)
 	if err != nil {
 		return fmt.Errorf("%s; with hostPID (process accounting) PID 1 is the host's init, and listing the command lines of %s: %w: name the exporter's /proc/<pid>/cmdline", msg, procfs, err)
 	}
@@ -52,12 +53,24 @@ func exporterCommandLine(file, program string) error {
 // it blocks ps); a variable for tests.
 var cmdlineScanTimeout = 5 * time.Second
 
+// maxProcfsEntries caps a listing of a procfs: far above the PID limit of
+// any node (pid_max is at most 4194304, proc(5)), plus its other entries.
+const maxProcfsEntries = 1<<22 + 1024
+
+// maxCmdlineBytes caps one /proc/<pid>/cmdline: an exporter's command line
+// is a few hundred bytes; other processes' longer ones are skipped.
+const maxCmdlineBytes = 256 << 10
+
 // exporterCommandLines lists the cmdline files under procfs of running
-// exporters (not doctors), by PID.
-func exporterCommandLines(procfs string) []string {
-	entries, err := os.ReadDir(procfs)
+// exporters (not doctors), by PID. It fails when ctx ends first: a
+// process whose memory map is locked blocks the read of its cmdline.
+func exporterCommandLines(ctx context.Context, procfs string) ([]string, error) {
+	entries, err := bounded.ReadDir(ctx, procfs, maxProcfsEntries, 0)
 	if err != nil {
-		return nil
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	var pids []int
 	for _, e := range entries {
@@ -65,7 +78,10 @@ func exporterCommandLines(procfs string) []string {
 		if err != nil || !e.IsDir() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(procfs, e.Name(), "cmdline")) //nolint:gosec // G304: a procfs path built from a PID
+		data, err := bounded.ReadFile(ctx, filepath.Join(procfs, e.Name(), "cmdline"), maxCmdlineBytes, 0)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("no answer within %s: %w", cmdlineScanTimeout, context.Cause(ctx))
+		}
 		if err != nil {
 			continue // exited, or not readable
 		}
@@ -79,5 +95,5 @@ func exporterCommandLines(procfs string) []string {
 	for _, pid := range pids {
 		out = append(out, filepath.Join(procfs, strconv.Itoa(pid), "cmdline"))
 	}
-	return out
+	return out, nil
 }

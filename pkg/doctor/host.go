@@ -3,12 +3,16 @@ package doctor
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // Libraries the GPU sources load with dlopen.
@@ -76,7 +80,7 @@ func libraryDirs(ldLibraryPath, confDir string) []string {
 	}
 	confs, _ := filepath.Glob(filepath.Join(confDir, "*.conf"))
 	for _, c := range confs {
-		data, err := os.ReadFile(c) //nolint:gosec // G304: ld.so.conf.d files, read as the loader reads them
+		data, err := readHostFile(c)
 		if err != nil {
 			continue
 		}
@@ -103,18 +107,35 @@ func findLibrary(name string, dirs []string) (string, error) {
 }
 
 // accessRW opens path for reading and writing, as the driver's libraries
-// open device nodes, and closes it at once.
+// open device nodes, and closes it at once; the open is bounded as reads
+// are, and nothing is read.
 func accessRW(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0) //nolint:gosec // G304: an NVIDIA device node from /dev/nvidia*
-	if err != nil {
-		return err
-	}
-	return f.Close()
+	_, err := bounded.Call(context.Background(), path, hostReadTimeout, func() (struct{}, error) {
+		f, err := os.OpenFile(path, os.O_RDWR, 0) //nolint:gosec // G304: an NVIDIA device node from /dev/nvidia*; bounded:exempt opens to test permission, reads nothing
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, f.Close()
+	})
+	return err
+}
+
+// hostReadTimeout bounds each read of a host file by the doctor.
+const hostReadTimeout = 5 * time.Second
+
+// maxHostFileBytes caps a loader configuration or /proc/self/status file,
+// a few KiB each.
+const maxHostFileBytes = 1 << 20
+
+// readHostFile reads a small host file (ld.so.conf.d, /proc/self/status),
+// bounded in time and size.
+func readHostFile(path string) ([]byte, error) {
+	return bounded.ReadFile(context.Background(), path, maxHostFileBytes, hostReadTimeout)
 }
 
 // capEffHas reads the CapEff line of a /proc/<pid>/status file.
 func capEffHas(statusFile string, bit uint) (bool, error) {
-	data, err := os.ReadFile(statusFile) //nolint:gosec // G304: /proc/self/status
+	data, err := readHostFile(statusFile)
 	if err != nil {
 		return false, err
 	}

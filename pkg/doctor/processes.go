@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/config"
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 )
 
@@ -90,7 +89,7 @@ func checkProcesses(ctx context.Context, cfg Config) Result {
 	} else {
 		res.Details = append(res.Details, found)
 	}
-	probe, err := config.Bounded(cctx, "processes probe of "+ps.Procfs, 0, func() (processes.Probe, error) {
+	probe, err := bounded.Call(cctx, "processes probe of "+ps.Procfs, 0, func() (processes.Probe, error) {
 		return processes.ProbeSampler(cctx, ps.Sampler, ps.Procfs)
 	})
 	switch {
@@ -142,8 +141,8 @@ func boundedProcfs(ctx context.Context, procfs string) (found string, ok bool) {
 		found string
 		ok    bool
 	}
-	v, err := config.Bounded(ctx, "procfs "+procfs, 0, func() (verdict, error) {
-		found, ok := checkProcfs(procfs)
+	v, err := bounded.Call(ctx, "procfs "+procfs, 0, func() (verdict, error) {
+		found, ok := checkProcfs(ctx, procfs)
 		return verdict{found, ok}, nil
 	})
 	if err != nil {
@@ -155,8 +154,8 @@ func boundedProcfs(ctx context.Context, procfs string) (found string, ok bool) {
 // checkProcfs reads the procfs directory and says whether it shows the
 // host's PID namespace (processes.HostPIDNamespace: kthreadd, PID 2, has
 // parent 0 only there, proc(5) and pid_namespaces(7)).
-func checkProcfs(procfs string) (found string, ok bool) {
-	entries, err := os.ReadDir(procfs)
+func checkProcfs(ctx context.Context, procfs string) (found string, ok bool) {
+	entries, err := bounded.ReadDir(ctx, procfs, maxProcfsEntries, 0)
 	if err != nil {
 		return fmt.Sprintf("--path.procfs %s cannot be read: %v", procfs, err), false
 	}
@@ -169,7 +168,7 @@ func checkProcfs(procfs string) (found string, ok bool) {
 	if pids == 0 {
 		return fmt.Sprintf("--path.procfs %s lists no process: it is not a proc filesystem", procfs), false
 	}
-	host, err := processes.HostPIDNamespace(procfs)
+	host, err := processes.HostPIDNamespace(ctx, procfs)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("--path.procfs %s does not show the host's PID namespace (%v): NVML reports host PIDs, which it cannot resolve", procfs, err), false

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 )
@@ -268,13 +269,19 @@ func linksToDir(ctx context.Context, de fs.DirEntry, path string) bool {
 	if de.Type()&fs.ModeSymlink == 0 {
 		return false
 	}
-	st, err := config.Bounded(ctx, path, config.ReadTimeout, func() (fs.FileInfo, error) { return os.Stat(path) })
+	st, err := bounded.Stat(ctx, path, config.ReadTimeout)
 	return err == nil && st.IsDir()
 }
 
-// readDir lists dir on its own goroutine and gives up when ctx is done: a
-// hung network file system stalls neither the refresh loop nor shutdown,
-// and holds at most one goroutine (config.Bounded).
+// MaxDirEntries caps the entries of the job-mapping directory: one file a
+// GPU or MIG instance, so a directory of more is not the mapping.
+const MaxDirEntries = 1 << 16
+
+// readDir lists dir, sorted by name, on its own goroutine and gives up when
+// ctx is done: a hung network file system stalls neither the refresh loop
+// nor shutdown, and holds at most one goroutine (bounded.Call).
 func readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) {
-	return config.Bounded(ctx, dir, 0, func() ([]fs.DirEntry, error) { return os.ReadDir(dir) })
+	entries, err := bounded.ReadDir(ctx, dir, MaxDirEntries, 0)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
 }

@@ -172,7 +172,7 @@ func NewAccountant(cfg Config, sampler Sampler, logger *slog.Logger, reg prometh
 	}
 	a := &Accountant{cfg: cfg, sampler: sampler, resolver: r, logger: logger, m: m, reg: reg, logged: map[string]bool{}}
 	if cfg.HostPIDs {
-		if host, err := HostPIDNamespace(cfg.Procfs); !host {
+		if host, err := HostPIDNamespace(context.Background(), cfg.Procfs); !host {
 			logger.Warn("process accounting reads a procfs that does not show the host's PID namespace; NVML reports host PIDs, so GPU processes are left out as exited or matched to unrelated processes: run with hostPID and --path.procfs at the host's /proc",
 				"procfs", cfg.Procfs, "err", err)
 		}
@@ -220,7 +220,15 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	a.resolver.Begin()
 	out := make([]DeviceUsage, len(devs))
 	for i := range devs {
-		out[i] = a.attribute(&devs[i])
+		out[i] = a.attribute(ctx, &devs[i])
+		if ctx.Err() != nil {
+			// Out of time (or stopping) half-way: sums over the processes
+			// resolved so far would understate their containers, so none
+			// is returned. The cache keeps what was resolved (End would
+			// forget the PIDs not reached).
+			a.m.cached.Set(float64(a.resolver.Cached()))
+			return nil, fmt.Errorf("process accounting: resolving the GPUs' processes: %w", context.Cause(ctx))
+		}
 	}
 	a.resolver.End()
 	a.m.cached.Set(float64(a.resolver.Cached()))
@@ -259,8 +267,9 @@ func (a *Accountant) setAvailable(ok bool, err error) {
 	}
 }
 
-// attribute sums one device's processes per container.
-func (a *Accountant) attribute(d *Device) DeviceUsage {
+// attribute sums one device's processes per container; it stops when ctx
+// ends, and the caller drops the result.
+func (a *Accountant) attribute(ctx context.Context, d *Device) DeviceUsage {
 	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization}
 	index := map[Who]int{}
 	for _, p := range d.Processes {
@@ -270,7 +279,10 @@ func (a *Accountant) attribute(d *Device) DeviceUsage {
 			// another process may hold its PID now.
 			resolve = a.resolver.ResolveKnown
 		}
-		owner, err := resolve(p.PID)
+		owner, err := resolve(ctx, p.PID)
+		if ctx.Err() != nil {
+			return u
+		}
 		if err != nil {
 			a.failed(p.PID, err)
 			continue

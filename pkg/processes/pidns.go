@@ -2,10 +2,12 @@ package processes
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // HostPIDNamespace reports whether procfs shows the host's (the initial)
@@ -24,9 +26,11 @@ import (
 // listed (pid_namespaces(7)). The exporter is PID 1 of a pod without
 // hostPID, and a Go program's first thread takes TID 2: its
 // /proc/2/stat reads "2 (gpu-exporter) S 0 ...".
-func HostPIDNamespace(procfs string) (bool, error) {
+//
+// The read is bounded by ctx, ProcReadTimeout and MaxStatBytes.
+func HostPIDNamespace(ctx context.Context, procfs string) (bool, error) {
 	path := filepath.Join(procfs, "2", "stat")
-	b, err := os.ReadFile(path) //nolint:gosec // G304: the operator's --path.procfs
+	b, err := bounded.ReadFile(ctx, path, MaxStatBytes, ProcReadTimeout)
 	if err != nil {
 		return false, fmt.Errorf("pid 2: %w", err)
 	}

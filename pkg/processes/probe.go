@@ -59,7 +59,7 @@ func ProbeSampler(ctx context.Context, sampler Sampler, procfs string) (Probe, e
 	p.Processes = len(pids)
 	r.Begin()
 	for _, pid := range pids {
-		owner, err := r.Resolve(pid)
+		owner, err := r.Resolve(ctx, pid)
 		switch {
 		case errors.Is(err, ErrExited):
 			p.Missing++

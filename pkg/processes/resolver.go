@@ -2,19 +2,39 @@ package processes
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // ErrExited reports a process that is gone: it exited (or its PID was
 // reused) between the GPU listing it and the procfs read.
 var ErrExited = errors.New("process exited")
+
+// ProcReadTimeout bounds one procfs read. Reading a process's stat or
+// cgroup file takes microseconds; a read that takes longer is stuck (a
+// process hung in the kernel, a test's named pipe), and is abandoned so
+// that one such process costs a collection at most this long once; later
+// reads of its file fail at once until the stuck one returns
+// (bounded.ErrPending).
+const ProcReadTimeout = time.Second
+
+// MaxStatBytes caps a /proc/<pid>/stat read: 52 numeric fields and a
+// command name of at most 64 bytes (TASK_COMM_LEN is 16; proc(5) allows
+// 64 for kernel threads' names), a few hundred bytes in all.
+const MaxStatBytes = 4 << 10
+
+// MaxCgroupBytes caps a /proc/<pid>/cgroup read: one line per hierarchy
+// (about a dozen under cgroup v1, one under v2), each a path of at most a
+// few hundred bytes.
+const MaxCgroupBytes = 64 << 10
 
 // DefaultMaxCached bounds a Resolver's cache unless told otherwise: far
 // above the processes a node's GPUs run (64 GPUs x 16 processes is 1024).
@@ -38,6 +58,11 @@ type Resolver struct {
 	// path and buf are reused by startTime: it runs for every GPU process
 	// of every collection.
 	path, buf []byte
+	// read is bounded.ReadFileInto; tests put a read that blocks in its
+	// place, as a process stuck in the kernel blocks a /proc read.
+	read func(ctx context.Context, path string, limit int64, timeout time.Duration, buf []byte) ([]byte, error)
+	// timeout is ProcReadTimeout; tests shorten it.
+	timeout time.Duration
 }
 
 type cached struct {
@@ -59,7 +84,7 @@ func NewResolver(procfs string, maxCached int) (*Resolver, error) {
 	if maxCached == 0 {
 		maxCached = DefaultMaxCached
 	}
-	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}}, nil
+	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, read: bounded.ReadFileInto, timeout: ProcReadTimeout}, nil
 }
 
 // Begin starts a collection.
@@ -79,9 +104,10 @@ func (r *Resolver) End() {
 func (r *Resolver) Cached() int { return len(r.cache) }
 
 // Resolve returns the owner of pid. The error wraps ErrExited when the
-// process is gone, and names the file otherwise.
-func (r *Resolver) Resolve(pid uint32) (Owner, error) {
-	start, err := r.startTime(pid)
+// process is gone, and names the file otherwise. Its reads end when ctx
+// does, and each after ProcReadTimeout.
+func (r *Resolver) Resolve(ctx context.Context, pid uint32) (Owner, error) {
+	start, err := r.startTime(ctx, pid)
 	if err != nil {
 		delete(r.cache, pid)
 		return Owner{}, err
@@ -92,7 +118,7 @@ func (r *Resolver) Resolve(pid uint32) (Owner, error) {
 		return c.owner, nil
 	}
 	path := filepath.Join(r.root, strconv.FormatUint(uint64(pid), 10), "cgroup")
-	b, err := os.ReadFile(path) //nolint:gosec // G304: a procfs path the exporter builds from a PID
+	b, err := r.read(ctx, path, MaxCgroupBytes, r.timeout, nil)
 	if err != nil {
 		delete(r.cache, pid)
 		if gone(err) {
@@ -109,7 +135,7 @@ func (r *Resolver) Resolve(pid uint32) (Owner, error) {
 	}
 	// The cgroup file read may belong to a process that took the PID
 	// after the stat read: the start time must not have moved.
-	if again, err := r.startTime(pid); err != nil || again != start {
+	if again, err := r.startTime(ctx, pid); err != nil || again != start {
 		delete(r.cache, pid)
 		return Owner{}, fmt.Errorf("pid %d: reused during the read: %w", pid, ErrExited)
 	}
@@ -126,12 +152,12 @@ func (r *Resolver) Resolve(pid uint32) (Owner, error) {
 // previous collection resolved while it was listed), and fails with
 // ErrExited otherwise: a process not in the cache may have taken the PID
 // of one that exited.
-func (r *Resolver) ResolveKnown(pid uint32) (Owner, error) {
+func (r *Resolver) ResolveKnown(ctx context.Context, pid uint32) (Owner, error) {
 	c, ok := r.cache[pid]
 	if !ok {
 		return Owner{}, fmt.Errorf("pid %d: not listed and not seen before: %w", pid, ErrExited)
 	}
-	start, err := r.startTime(pid)
+	start, err := r.startTime(ctx, pid)
 	if err != nil || start != c.start {
 		delete(r.cache, pid)
 		return Owner{}, fmt.Errorf("pid %d: not listed and reused: %w", pid, ErrExited)
@@ -145,11 +171,16 @@ func (r *Resolver) ResolveKnown(pid uint32) (Owner, error) {
 // time in clock ticks since boot (proc(5)). Field 2, the command name in
 // parentheses, may hold spaces and parentheses itself, so fields are
 // counted from the last ')'.
-func (r *Resolver) startTime(pid uint32) (uint64, error) {
+func (r *Resolver) startTime(ctx context.Context, pid uint32) (uint64, error) {
 	r.path = append(append(r.path[:0], r.root...), '/')
 	r.path = append(strconv.AppendUint(r.path, uint64(pid), 10), "/stat"...)
 	path := string(r.path)
-	b, err := r.read(path)
+	b, err := r.read(ctx, path, MaxStatBytes, r.timeout, r.buf)
+	if errors.Is(err, bounded.ErrAbandoned) {
+		r.buf = nil // the abandoned read may still write into it
+	} else if err == nil {
+		r.buf = b
+	}
 	if err != nil {
 		if gone(err) {
 			return 0, fmt.Errorf("pid %d: %w", pid, ErrExited)
@@ -181,31 +212,4 @@ func (r *Resolver) startTime(pid uint32) (uint64, error) {
 // an exiting task (ESRCH).
 func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
-}
-
-// read reads a small file into the Resolver's buffer; the result is valid
-// until the next call.
-func (r *Resolver) read(path string) ([]byte, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: a procfs path the exporter builds from a PID
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if cap(r.buf) == 0 {
-		r.buf = make([]byte, 0, 1024)
-	}
-	r.buf = r.buf[:0]
-	for {
-		if len(r.buf) == cap(r.buf) {
-			r.buf = append(r.buf, 0)[:len(r.buf)]
-		}
-		n, err := f.Read(r.buf[len(r.buf):cap(r.buf)])
-		r.buf = r.buf[:len(r.buf)+n]
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			return r.buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 }

@@ -41,11 +41,11 @@ func TestResolverResolves(t *testing.T) {
 	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
 	writeProc(t, root, 200, 6000, "0::/system.slice/nvidia-persistenced.service\n")
 	r.Begin()
-	got, err := r.Resolve(100)
+	got, err := r.Resolve(t.Context(), 100)
 	if err != nil || got != (Owner{PodUID: uid, ContainerID: cid}) {
 		t.Fatalf("Resolve(100) = %+v, %v", got, err)
 	}
-	got, err = r.Resolve(200)
+	got, err = r.Resolve(t.Context(), 200)
 	if err != nil || !got.Host() {
 		t.Fatalf("Resolve(200) = %+v, %v; want a host process", got, err)
 	}
@@ -59,20 +59,20 @@ func TestResolverCachesUntilPIDReused(t *testing.T) {
 	r, root := newTestResolver(t, 0)
 	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
 	r.Begin()
-	if _, err := r.Resolve(100); err != nil {
+	if _, err := r.Resolve(t.Context(), 100); err != nil {
 		t.Fatal(err)
 	}
 	// Same process (same start time): the cache answers.
 	writeProc(t, root, 100, 5000, cgroupOf(uid2, cid2))
 	r.Begin()
-	got, err := r.Resolve(100)
+	got, err := r.Resolve(t.Context(), 100)
 	if err != nil || got.PodUID != uid {
 		t.Fatalf("same process: Resolve = %+v, %v; want the cached pod %s", got, err, uid)
 	}
 	// PID reused by another pod's process: new start time, new answer.
 	writeProc(t, root, 100, 9000, cgroupOf(uid2, cid2))
 	r.Begin()
-	got, err = r.Resolve(100)
+	got, err = r.Resolve(t.Context(), 100)
 	if err != nil || got != (Owner{PodUID: uid2, ContainerID: cid2}) {
 		t.Fatalf("reused PID: Resolve = %+v, %v; want pod %s", got, err, uid2)
 	}
@@ -114,7 +114,7 @@ func TestResolverExitRace(t *testing.T) {
 			writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
 			tc.remove(t, root)
 			r.Begin()
-			_, err := r.Resolve(100)
+			_, err := r.Resolve(t.Context(), 100)
 			if !errors.Is(err, ErrExited) {
 				t.Fatalf("Resolve error = %v, want ErrExited", err)
 			}
@@ -128,14 +128,14 @@ func TestResolverExitRace(t *testing.T) {
 		r, root := newTestResolver(t, 0)
 		writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
 		r.Begin()
-		if _, err := r.Resolve(100); err != nil {
+		if _, err := r.Resolve(t.Context(), 100); err != nil {
 			t.Fatal(err)
 		}
 		if err := RemoveProcess(root, 100); err != nil {
 			t.Fatal(err)
 		}
 		r.Begin()
-		if _, err := r.Resolve(100); !errors.Is(err, ErrExited) {
+		if _, err := r.Resolve(t.Context(), 100); !errors.Is(err, ErrExited) {
 			t.Fatalf("Resolve error = %v, want ErrExited", err)
 		}
 		if r.Cached() != 0 {
@@ -152,13 +152,13 @@ func TestResolverEndForgetsUnseen(t *testing.T) {
 	}
 	r.Begin()
 	for pid := uint32(1); pid <= 3; pid++ {
-		if _, err := r.Resolve(pid); err != nil {
+		if _, err := r.Resolve(t.Context(), pid); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r.End()
 	r.Begin()
-	if _, err := r.Resolve(2); err != nil {
+	if _, err := r.Resolve(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
 	r.End()
@@ -175,7 +175,7 @@ func TestResolverBound(t *testing.T) {
 	}
 	r.Begin()
 	for pid := uint32(1); pid <= 5; pid++ {
-		if o, err := r.Resolve(pid); err != nil || o.PodUID != uid {
+		if o, err := r.Resolve(t.Context(), pid); err != nil || o.PodUID != uid {
 			t.Fatalf("Resolve(%d) = %+v, %v", pid, o, err)
 		}
 	}
@@ -205,7 +205,7 @@ func TestResolverBadFiles(t *testing.T) {
 				}
 			}
 			r.Begin()
-			_, err := r.Resolve(100)
+			_, err := r.Resolve(t.Context(), 100)
 			if err == nil || errors.Is(err, ErrExited) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Resolve error = %v, want one containing %q", err, tc.wantErr)
 			}

@@ -178,6 +178,12 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		if errors.As(err, &ce) {
 			return nil, s.failed(err)
 		}
+		if ctx.Err() != nil {
+			// The read ended (its deadline, or the exporter stopping): no
+			// failure of XID events to report, and their warning stays
+			// for a real one.
+			return nil, fmt.Errorf("read XID events: %w", context.Cause(ctx))
+		}
 		if s.first("xid") {
 			s.log.Warn("dcgm XID events unavailable", "err", err)
 		}

@@ -144,7 +144,7 @@ func TestSamplerMIGAndPIDReuse(t *testing.T) {
 		t.Errorf("MIG device = %+v", mig)
 	}
 	r.Begin()
-	o1, err := r.Resolve(300)
+	o1, err := r.Resolve(t.Context(), 300)
 	if err != nil || o1.Host() {
 		t.Fatalf("Resolve = %+v, %v", o1, err)
 	}
@@ -156,7 +156,7 @@ func TestSamplerMIGAndPIDReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Begin()
-	if _, err := r.Resolve(300); err == nil {
+	if _, err := r.Resolve(t.Context(), 300); err == nil {
 		t.Error("a process of a pod that left still resolves")
 	}
 	// Back at 2m10s: same PID, new start time.

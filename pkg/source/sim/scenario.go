@@ -1,10 +1,10 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpu-exporter/gpu-exporter/etc"
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -67,14 +68,18 @@ type Scenario struct {
 // Name returns the scenario's name, which seeds its derived ids.
 func (s *Scenario) Name() string { return s.name }
 
-// Load reads and parses a scenario file.
+// Load reads and parses a scenario file, the read bounded in time and
+// size (the exporter reads --sim.scenario through sourceopen.LoadScenario).
 func Load(file string) (*Scenario, error) {
-	data, err := os.ReadFile(file) //nolint:gosec // G304: the path is the operator's --sim.scenario
+	data, err := bounded.ReadFile(context.Background(), file, maxScenarioBytes, 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	return Parse(file, data)
 }
+
+// maxScenarioBytes caps a scenario file; the built-in ones are a few KiB.
+const maxScenarioBytes = 16 << 20
 
 // LoadBuiltin parses one of the scenarios embedded from etc/sim, by name
 // without extension ("demo").

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package config
+package bounded
 
 // openNonBlocking is unix only; elsewhere the type check and the deadline
 // guard the read.
