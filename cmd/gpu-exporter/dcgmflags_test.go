@@ -166,7 +166,7 @@ func TestDCGMExporterFlagErrors(t *testing.T) {
 		{"hostname label", []string{"--naming.hostname-label=HOSTNAME"}, nil, "--naming.hostname-label: want Hostname, hostname or none"},
 		{"gpus", []string{"--collect.gpus=0,a"}, nil, `--collect.gpus: "a" is not a GPU index or range`},
 		{"gpus range", []string{"--collect.gpus=3-1"}, nil, `--collect.gpus: "3-1" is not a GPU index or range`},
-		{"xid window", []string{"--naming.xid-count-window=0s"}, nil, "--naming.xid-count-window must be positive"},
+		{"xid window", []string{"--naming.xid-count-window=0s"}, nil, "--naming.xid-count-window must be at least 100ms, got 0s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -85,7 +85,7 @@ func TestBadFlagsExitWithTheirName(t *testing.T) {
 		{"listen address twice", []string{"--web.listen-address=:9400,:9400"}, nil, "--web.listen-address \":9400\" is given twice"},
 		{"health address bad", []string{"--web.health-listen-address=9401"}, nil, "--web.health-listen-address \"9401\""},
 		{"health address on the metrics port", []string{"--web.health-listen-address=127.0.0.1:9400"}, nil, "the health listener needs its own port"},
-		{"shutdown grace", []string{"--web.shutdown-grace=0s"}, nil, "--web.shutdown-grace must be positive"},
+		{"shutdown grace", []string{"--web.shutdown-grace=0s"}, nil, "--web.shutdown-grace must be at least 100ms, got 0s"},
 		{"resource name glob", []string{"--kubernetes.resource-names=nvidia.com/[gpu"}, nil, "--kubernetes.resource-names: pattern \"nvidia.com/[gpu\""},
 		{"unknown source", []string{"--source=cuda"}, nil, `--source: unknown source "cuda"`},
 		{"unknown flag", []string{"--no-such-flag"}, nil, "unknown flag: --no-such-flag"},

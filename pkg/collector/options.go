@@ -54,6 +54,10 @@ func (o *Options) Validate() error {
 	if o.Timeout == 0 {
 		o.Timeout = o.Interval
 	}
+	if o.Timeout < source.MinInterval {
+		// 1ns failed every collection.
+		return fmt.Errorf("--collect.timeout must be at least %s (or 0: the collect interval), got %s", source.MinInterval, o.Timeout)
+	}
 	if o.Timeout > o.Interval {
 		return fmt.Errorf("--collect.timeout (%s) must not exceed --collect.interval (%s): a collection must end before the next one starts", o.Timeout, o.Interval)
 	}

@@ -33,6 +33,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"interval", []string{"--collect.interval=99ms"}, "--collect.interval must be at least 100ms, got 99ms", nil},
 		{"nvlink interval", []string{"--collect.nvlink-interval=10ms"}, "--collect.nvlink-interval must be at least 100ms", nil},
 		{"negative timeout", []string{"--collect.timeout=-1s"}, "--collect.timeout must not be negative", nil},
+		{"timeout under the floor", []string{"--collect.timeout=1ns"}, "--collect.timeout must be at least 100ms (or 0: the collect interval), got 1ns", nil},
 		{"timeout above interval", []string{"--collect.interval=1s", "--collect.timeout=2s"}, "--collect.timeout (2s) must not exceed --collect.interval (1s)", nil},
 		{"max series", []string{"--collect.max-series=-1"}, "--collect.max-series must not be negative", nil},
 		{"gpus", []string{"--collect.gpus=0-x"}, "--collect.gpus: ", nil},

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // NamingOptions are the --naming flags.
@@ -40,11 +42,11 @@ func (o *NamingOptions) Validate() error {
 	default:
 		return fmt.Errorf("--naming.hostname-label: want %s, %s or none, got %q", HostnameLabel, HostnameLabelLower, o.DCGM.HostnameLabel)
 	}
-	if o.XIDCountWindow <= 0 {
-		return fmt.Errorf("--naming.xid-count-window must be positive, got %s", o.XIDCountWindow)
+	if o.XIDCountWindow < source.MinInterval {
+		return fmt.Errorf("--naming.xid-count-window must be at least %s, got %s", source.MinInterval, o.XIDCountWindow)
 	}
-	if o.ClockEventsCountWindow <= 0 {
-		return fmt.Errorf("--naming.clock-events-count-window must be positive, got %s", o.ClockEventsCountWindow)
+	if o.ClockEventsCountWindow < source.MinInterval {
+		return fmt.Errorf("--naming.clock-events-count-window must be at least %s, got %s", source.MinInterval, o.ClockEventsCountWindow)
 	}
 	return nil
 }

@@ -23,8 +23,9 @@ func TestNamingOptions(t *testing.T) {
 		{"dcgm flags under prometheus", []string{"--naming.old-namespace", "--naming.xid-count-window=1m"}, "", "", []string{"--naming.old-namespace", "--naming.xid-count-window"}},
 		{"naming", []string{"--naming=dcgm-exporter"}, `--naming: unknown naming "dcgm-exporter"`, "", nil},
 		{"hostname label", []string{"--naming.hostname-label=HOSTNAME"}, "--naming.hostname-label: want Hostname, hostname or none", "", nil},
-		{"xid window", []string{"--naming.xid-count-window=0s"}, "--naming.xid-count-window must be positive", "", nil},
-		{"clock events window", []string{"--naming.clock-events-count-window=-1s"}, "--naming.clock-events-count-window must be positive", "", nil},
+		{"xid window", []string{"--naming.xid-count-window=0s"}, "--naming.xid-count-window must be at least 100ms, got 0s", "", nil},
+		{"xid window under the floor", []string{"--naming.xid-count-window=1ns"}, "--naming.xid-count-window must be at least 100ms, got 1ns", "", nil},
+		{"clock events window", []string{"--naming.clock-events-count-window=-1s"}, "--naming.clock-events-count-window must be at least 100ms, got -1s", "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

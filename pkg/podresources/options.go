@@ -70,8 +70,8 @@ func (o *Options) Validate(collectInterval time.Duration) error {
 	if o.RefreshInterval, err = source.RefreshInterval("--kubernetes.refresh-interval", o.RefreshInterval, collectInterval); err != nil {
 		return err
 	}
-	if o.CallTimeout <= 0 {
-		return fmt.Errorf("--kubernetes.timeout must be positive, got %s", o.CallTimeout)
+	if o.CallTimeout < source.MinInterval {
+		return fmt.Errorf("--kubernetes.timeout must be at least %s, got %s", source.MinInterval, o.CallTimeout)
 	}
 	if o.CallTimeout > o.RefreshInterval {
 		if o.callTimeout != nil && o.callTimeout.Changed {

@@ -45,7 +45,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad id type", time.Second, []string{"--kubernetes.gpu-id-type=serial"}, "--kubernetes.gpu-id-type: ", nil},
 		{"negative refresh", time.Second, []string{"--kubernetes.refresh-interval=-1s"}, "--kubernetes.refresh-interval must not be negative", nil},
 		{"spinning refresh", time.Second, []string{"--kubernetes.refresh-interval=10ms"}, "--kubernetes.refresh-interval must be at least 100ms", nil},
-		{"zero call timeout", time.Second, []string{"--kubernetes.timeout=0s"}, "--kubernetes.timeout must be positive", nil},
+		{"zero call timeout", time.Second, []string{"--kubernetes.timeout=0s"}, "--kubernetes.timeout must be at least 100ms, got 0s", nil},
+		{"call timeout under the floor", time.Second, []string{"--kubernetes.timeout=1ns"}, "--kubernetes.timeout must be at least 100ms, got 1ns", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

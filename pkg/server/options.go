@@ -44,14 +44,25 @@ func (o *Options) Validate() error {
 	if err := ValidateTelemetryPath(o.TelemetryPath, o.EnablePprof); err != nil {
 		return err // names the flag
 	}
-	if o.WriteTimeout <= 0 {
-		return fmt.Errorf("--web.write-timeout must be positive, got %s", o.WriteTimeout)
+	if o.WriteTimeout < MinWriteTimeout {
+		return fmt.Errorf("--web.write-timeout must be at least %s, got %s", MinWriteTimeout, o.WriteTimeout)
 	}
-	if o.ShutdownGrace <= 0 {
-		return fmt.Errorf("--web.shutdown-grace must be positive, got %s", o.ShutdownGrace)
+	if o.ShutdownGrace < MinShutdownGrace {
+		return fmt.Errorf("--web.shutdown-grace must be at least %s, got %s", MinShutdownGrace, o.ShutdownGrace)
 	}
 	return nil
 }
+
+// MinWriteTimeout is the shortest --web.write-timeout accepted: below it
+// responses, /healthz's included, are cut before they are written (1ns
+// dropped every connection, and a liveness probe restarted the pod
+// forever), and a page of a large node takes longer than that to write to
+// a scraper across the network.
+const MinWriteTimeout = time.Second
+
+// MinShutdownGrace is the shortest --web.shutdown-grace accepted: less
+// cuts every scrape in flight at SIGTERM.
+const MinShutdownGrace = 100 * time.Millisecond
 
 // Open checks the web config file (and the files it names), builds the
 // server on pages and opens its listeners.

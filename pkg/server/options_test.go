@@ -23,8 +23,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"listen address", []string{"--web.listen-address=nowhere"}, `--web.listen-address "nowhere": want host:port`},
 		{"health address", []string{"--web.health-listen-address=9401"}, `--web.health-listen-address "9401"`},
 		{"telemetry path", []string{"--web.telemetry-path=/healthz"}, `--web.telemetry-path "/healthz" is the exporter's own health endpoint`},
-		{"write timeout", []string{"--web.write-timeout=0s"}, "--web.write-timeout must be positive"},
-		{"shutdown grace", []string{"--web.shutdown-grace=-1s"}, "--web.shutdown-grace must be positive"},
+		{"write timeout", []string{"--web.write-timeout=0s"}, "--web.write-timeout must be at least 1s, got 0s"},
+		{"write timeout under the floor", []string{"--web.write-timeout=1ns"}, "--web.write-timeout must be at least 1s, got 1ns"},
+		{"shutdown grace", []string{"--web.shutdown-grace=-1s"}, "--web.shutdown-grace must be at least 100ms, got -1s"},
+		{"shutdown grace under the floor", []string{"--web.shutdown-grace=1ms"}, "--web.shutdown-grace must be at least 100ms, got 1ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
