@@ -181,6 +181,12 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.jobs.Run(loopCtx) }()
 	}
+	if a.pods != nil {
+		// The kubelet's first answer (or its timeout) before the first
+		// collection, so that the first page carries the pods holding
+		// each GPU; failures are logged and counted.
+		_ = a.pods.Prime(ctx)
+	}
 	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
 	if a.pods != nil {
 		wg.Add(1)

@@ -65,6 +65,10 @@ type Client struct {
 	conn   *grpc.ClientConn
 	codec  *tolerantCodec
 	lister podresourcesv1.PodResourcesListerClient
+	// primed is set by Prime, with its refresh's error: Run waits before
+	// its first List.
+	primed    bool
+	primedErr error
 	// after is time.After and now is time.Now; tests replace them.
 	after func(time.Duration) <-chan time.Time
 	now   func() time.Time
@@ -143,13 +147,32 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Client, e
 	return c, nil
 }
 
+// Prime makes the first refresh, before Run, so that the first collection
+// joins what the kubelet reports: a collection that ran first served every
+// GPU without pod labels for an interval, then with them, two series per
+// held GPU across a restart. It waits at most CallTimeout for each call
+// (the documented outage behaviour follows when the kubelet does not
+// answer in time). Run then starts with the wait that follows this
+// refresh instead of a second List at once.
+func (c *Client) Prime(ctx context.Context) error {
+	err := c.refresh(ctx)
+	c.primed, c.primedErr = true, err
+	return err
+}
+
 // Run refreshes the table until ctx is done: every RefreshInterval while the
 // kubelet answers, after a capped exponential backoff while it does not.
 // Call it once, from one goroutine.
 func (c *Client) Run(ctx context.Context) {
+	primed := c.primed
 	for {
 		delay := c.cfg.RefreshInterval
-		if err := c.refresh(ctx); err != nil {
+		err := c.primedErr
+		if !primed {
+			err = c.refresh(ctx)
+		}
+		primed = false
+		if err != nil {
 			delay = c.retryDelay()
 		}
 		select {
