@@ -186,3 +186,42 @@ func TestSizeString(t *testing.T) {
 		}
 	}
 }
+
+// TestTableEscapesControls: label values come from whatever the cluster
+// named; a newline, tab, terminal escape (ESC, C1 CSI), bidi override or
+// invalid UTF-8 in one is printed escaped, so a table row stays one line
+// and the terminal runs no escape sequence. CSV quotes them its own way.
+func TestTableEscapesControls(t *testing.T) {
+	t.Parallel()
+	rows := []Row{
+		{Namespace: "ns\nfake-row", Workload: "w\x1b[31mred\x1b[0m", WorkloadType: "Job\tx", Model: "m\u009b2J",
+			Current: "1 GPU", Recommendation: "keep", Confidence: "high", Pattern: "steady", Coverage: 1},
+		{Namespace: "ns", Workload: "evil\u202etxt.exe", WorkloadType: "bad\xffutf8\x7f", Current: "1 GPU",
+			Recommendation: "keep", Confidence: "high", Pattern: "steady", Coverage: 1},
+	}
+	var b strings.Builder
+	if err := Write(&b, rows, "table", mustWindow(t, "1h")); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "\n"); n != len(rows)+1 {
+		t.Errorf("%d lines, want a header and %d rows:\n%s", n, len(rows), out)
+	}
+	for i, r := range out {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == '\u202e' || r == '\ufffd' {
+			t.Errorf("raw control %U at byte %d in:\n%q", r, i, out)
+		}
+	}
+	for _, want := range []string{`ns\nfake-row`, `w\x1b[31mred\x1b[0m`, `Job\tx`, `m\u009b2J`, `evil\u202etxt.exe`, `bad\xffutf8\x7f`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %s:\n%s", want, out)
+		}
+	}
+	var c strings.Builder
+	if err := Write(&c, rows, "csv", mustWindow(t, "1h")); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.String(), "\"ns\nfake-row\"") {
+		t.Errorf("csv does not quote the newline:\n%s", c.String())
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Formats are the output formats of Write.
@@ -52,6 +54,9 @@ func Write(w io.Writer, rows []Row, format string, window Window) error {
 		fmt.Fprintf(tw, "NAMESPACE\tWORKLOAD\tTYPE\tMODEL\tCURRENT\tPEAK MEM GB\tP95 MEM GB\tP95 ACTIVITY\tGPU-H (%s)\tIDLE GPU-H\tRECOMMEND\tGPU-H FREED/WEEK\tCONFIDENCE\n", window.Name)
 		for _, r := range rows {
 			c := r.cells(func(f float64, prec int) string { return number(f, max(prec, 1)) })
+			for i := range c {
+				c[i] = printable(c[i])
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s, %s of window)\n",
 				c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14])
 		}
@@ -92,4 +97,34 @@ func (r Row) cells(num func(f float64, prec int) string) []string {
 		num(r.PeakMemoryBytes/1e9, 1), num(r.P95MemoryBytes/1e9, 1), num(r.P95Activity, 2),
 		num(r.AllocatedGPUHours, 1), num(r.IdleGPUHours, 1), rec, num(r.FreedGPUHoursPerWeek, 1),
 		r.Confidence, r.Pattern, strconv.FormatFloat(100*r.Coverage, 'f', 0, 64) + "%"}
+}
+
+// printable escapes, in Go's notation, what a terminal would not show as
+// text: C0 and C1 controls (a newline or tab would break the table's
+// rows and columns, ESC and CSI start escape sequences), DEL, other
+// unprintable runes such as bidi overrides, and bytes that are not
+// UTF-8. Label values are whatever the cluster's objects are named.
+func printable(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r) // '\x1b', '\n', '\u009b'
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
