@@ -100,8 +100,15 @@ func (p *Prometheus) WithLimits(l Limits) *Prometheus {
 
 // Query runs an instant PromQL query at the server's time.
 func (p *Prometheus) Query(ctx context.Context, query string) ([]Sample, error) {
+	return p.query(ctx, query, nil)
+}
+
+// query is Query keeping only the labels named in keep (all when nil):
+// a report holds every query's samples until it is done, and labels it
+// does not read would multiply what it holds.
+func (p *Prometheus) query(ctx context.Context, query string, keep []string) ([]Sample, error) {
 	what := "query " + strconv.Quote(strings.Join(strings.Fields(query), " "))
-	v := vectorReader{max: p.limits.MaxSeries}
+	v := vectorReader{max: p.limits.MaxSeries, keep: keep}
 	if err := p.get(ctx, "api/v1/query", url.Values{"query": {query}}, what, v.read); err != nil {
 		return nil, err
 	}
@@ -297,6 +304,7 @@ func readEnvelope(dec *json.Decoder, readData func(*json.Decoder) error) (envelo
 // vectorReader reads a query's data, counting series as they arrive.
 type vectorReader struct {
 	max        int
+	keep       []string
 	resultType string
 	sawResult  bool
 	samples    []Sample
@@ -367,6 +375,15 @@ func (v *vectorReader) readResult(dec *json.Decoder) error {
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil {
 			return fmt.Errorf("series %d: value %q is not a number", len(v.samples)+1, printable(clip(text)))
+		}
+		if v.keep != nil {
+			kept := make(map[string]string, len(v.keep))
+			for _, k := range v.keep {
+				if l, ok := s.Metric[k]; ok {
+					kept[k] = l
+				}
+			}
+			s.Metric = kept
 		}
 		v.samples = append(v.samples, Sample{Labels: s.Metric, Value: f})
 	}

@@ -128,8 +128,9 @@ func Report(ctx context.Context, p *Prometheus, opts Options) ([]Row, error) {
 	// recording answered no usable number (a 0/0 in a recording is NaN):
 	// the workload gets no recommendation and says why.
 	unusable := map[rowKey][]string{}
+	keep := []string{"cluster", nsl, "workload", "workload_type", "model", "mig_profile"}
 	get := func(what, q string) (map[rowKey]Sample, error) {
-		ss, err := p.Query(ctx, q)
+		ss, err := p.query(ctx, q, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +169,7 @@ func Report(ctx context.Context, p *Prometheus, opts Options) ([]Row, error) {
 			return nil, err
 		}
 	}
-	sizes, err := p.Query(ctx, strings.NewReplacer("$ns", nsl, "$sel", sel).Replace(currentQuery))
+	sizes, err := p.query(ctx, strings.NewReplacer("$ns", nsl, "$sel", sel).Replace(currentQuery), keep)
 	if err != nil {
 		return nil, err
 	}
