@@ -49,6 +49,7 @@ func TestRightsizeCommand(t *testing.T) {
 		{"file url", []string{"--prometheus.url=file:///run/prometheus"}, 2, `--prometheus.url="file:///run/prometheus"`},
 		{"unix url", []string{"--prometheus.url=unix:///run/prometheus.sock"}, 2, `--prometheus.url="unix:///run/prometheus.sock"`},
 		{"bad response cap", []string{url, "--prometheus.max-response-bytes=0"}, 2, "--prometheus.max-response-bytes=0"},
+		{"bad namespace label", []string{url, "--namespace-label=a-b"}, 2, `--namespace-label="a-b": not a label name`},
 		{"bad series cap", []string{url, "--prometheus.max-series=-1"}, 2, "--prometheus.max-series=-1"},
 		{"rules missing for the window", []string{url, "--window=7d"}, 1, "no rule records namespace_workload:gpu_allocated_hours:sum_7d"},
 		{"no data yet", []string{url, "--window=1d", "--output=csv"}, 1, "no right-sizing data"},

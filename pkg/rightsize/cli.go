@@ -38,6 +38,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 	case *promURL == "":
 		err = errors.New("--prometheus.url is required")
+	case !labelName.MatchString(*nsLabel):
+		err = fmt.Errorf("--namespace-label=%q: not a label name", *nsLabel)
 	case !slices.Contains(Formats, *output):
 		err = fmt.Errorf("--output=%q: want table, json or csv", *output)
 	case !(*headroom >= 0 && *headroom <= 10):
