@@ -26,7 +26,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := fs.String("output", "table", "Output format: table, json or csv.")
 	headroom := fs.Float64("headroom", 0.1, "Memory kept free over the observed peak, as a fraction.")
 	minCoverage := fs.Float64("min-coverage", 0.5, "Share of the window a workload must have been recorded in for more than low confidence.")
-	timeout := fs.Duration("timeout", 30*time.Second, "Timeout of the whole report.")
+	timeout := fs.Duration("timeout", 30*time.Second, "Timeout of the whole report: every query, and reading every reply, within one deadline.")
+	maxBytes := fs.Int64("prometheus.max-response-bytes", DefaultMaxResponseBytes, "Largest reply body of one query, in bytes; a larger one ends the report with an error.")
+	maxSeries := fs.Int("prometheus.max-series", DefaultMaxSeries, "Most series one query may answer; more end the report with an error.")
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
@@ -36,6 +38,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 	case *promURL == "":
 		err = errors.New("--prometheus.url is required")
+	case !labelName.MatchString(*nsLabel):
+		err = fmt.Errorf("--namespace-label=%q: not a label name", *nsLabel)
 	case !slices.Contains(Formats, *output):
 		err = fmt.Errorf("--output=%q: want table, json or csv", *output)
 	case !(*headroom >= 0 && *headroom <= 10):
@@ -44,6 +48,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("--min-coverage=%v: want 0 to 1", *minCoverage)
 	case *timeout <= 0:
 		err = fmt.Errorf("--timeout=%v: want more than 0", *timeout)
+	case *maxBytes < 1:
+		err = fmt.Errorf("--prometheus.max-response-bytes=%d: want 1 or more", *maxBytes)
+	case *maxSeries < 1:
+		err = fmt.Errorf("--prometheus.max-series=%d: want 1 or more", *maxSeries)
 	default:
 		w, err = WindowByName(*window)
 	}
@@ -55,10 +63,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-exporter rightsize: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	p = p.WithLimits(Limits{MaxResponseBytes: *maxBytes, MaxSeries: *maxSeries})
+	// One deadline for the whole run, queries and reply reads alike, not
+	// one per query: --timeout bounds what the operator waits.
+	runCtx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rows, err := Report(ctx, p, Options{Window: w, Namespace: *namespace, NamespaceLabel: *nsLabel,
+	rows, err := Report(runCtx, p, Options{Window: w, Namespace: *namespace, NamespaceLabel: *nsLabel,
 		Headroom: *headroom, MinCoverage: *minCoverage})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("the report did not finish within --timeout=%v: %w", *timeout, err)
+	}
 	if err == nil {
 		err = Write(stdout, rows, *output, w)
 	}

@@ -16,6 +16,10 @@ func (s Size) String() string {
 	if s.Profile != "" {
 		return s.Profile
 	}
+	if s.GPUs < 1 {
+		// Never a signed or overflowed count in a report.
+		return "no GPU"
+	}
 	return fmt.Sprintf("%d GPU", s.GPUs)
 }
 

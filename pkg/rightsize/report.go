@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -123,18 +124,30 @@ func Report(ctx context.Context, p *Prometheus, opts Options) ([]Row, error) {
 		sel = "{" + opts.NamespaceLabel + "=" + strconv.Quote(opts.Namespace) + "}"
 	}
 	nsl := opts.NamespaceLabel
-	get := func(q string) (map[rowKey]Sample, error) {
-		ss, err := p.Query(ctx, q)
+	// unusable holds, per workload, the figures left out because their
+	// recording answered no usable number (a 0/0 in a recording is NaN):
+	// the workload gets no recommendation and says why.
+	unusable := map[rowKey][]string{}
+	keep := []string{"cluster", nsl, "workload", "workload_type", "model", "mig_profile"}
+	get := func(what, q string) (map[rowKey]Sample, error) {
+		ss, err := p.query(ctx, q, keep)
 		if err != nil {
 			return nil, err
 		}
 		m := make(map[rowKey]Sample, len(ss))
 		for _, s := range ss {
-			m[rowKey{s.Labels["cluster"], s.Labels[nsl], s.Labels["workload"]}] = s
+			k := rowKey{s.Labels["cluster"], s.Labels[nsl], s.Labels["workload"]}
+			if !usableFigure(s.Value) {
+				unusable[k] = append(unusable[k], fmt.Sprintf("%s is %v", what, s.Value))
+				// Kept at 0 so that an unusable allocation still lists
+				// its workload.
+				s.Value = 0
+			}
+			m[k] = s
 		}
 		return m, nil
 	}
-	alloc, err := get(allocName + sel)
+	alloc, err := get("allocated GPU-hours", allocName+sel)
 	if err != nil {
 		return nil, err
 	}
@@ -143,26 +156,30 @@ func Report(ctx context.Context, p *Prometheus, opts Options) ([]Row, error) {
 	}
 	var idle, peak, p95mem, act, coverage map[rowKey]Sample
 	for _, f := range []struct {
-		query string
-		dst   *map[rowKey]Sample
+		what, query string
+		dst         *map[rowKey]Sample
 	}{
-		{"namespace_workload:gpu_idle_hours:sum_" + w.Name + sel, &idle},
-		{"namespace_workload:gpu_device_memory_used_bytes:max_" + w.Name + sel, &peak},
-		{"namespace_workload:gpu_device_memory_used_bytes:p95_" + w.Name + sel, &p95mem},
-		{"namespace_workload:gpu_device_utilization_ratio:p95_" + w.Name + sel, &act},
-		{fmt.Sprintf(w.coverage, sel), &coverage},
+		{"idle GPU-hours", "namespace_workload:gpu_idle_hours:sum_" + w.Name + sel, &idle},
+		{"peak device memory", "namespace_workload:gpu_device_memory_used_bytes:max_" + w.Name + sel, &peak},
+		{"p95 device memory", "namespace_workload:gpu_device_memory_used_bytes:p95_" + w.Name + sel, &p95mem},
+		{"p95 device activity", "namespace_workload:gpu_device_utilization_ratio:p95_" + w.Name + sel, &act},
+		{"coverage", fmt.Sprintf(w.coverage, sel), &coverage},
 	} {
-		if *f.dst, err = get(f.query); err != nil {
+		if *f.dst, err = get(f.what, f.query); err != nil {
 			return nil, err
 		}
 	}
-	sizes, err := p.Query(ctx, strings.NewReplacer("$ns", nsl, "$sel", sel).Replace(currentQuery))
+	sizes, err := p.query(ctx, strings.NewReplacer("$ns", nsl, "$sel", sel).Replace(currentQuery), keep)
 	if err != nil {
 		return nil, err
 	}
 	current := map[rowKey][]Sample{}
 	for _, s := range sizes {
 		k := rowKey{s.Labels["cluster"], s.Labels[nsl], s.Labels["workload"]}
+		if !deviceCount(s.Value) {
+			unusable[k] = append(unusable[k], fmt.Sprintf("current size %v is not a device count", s.Value))
+			continue
+		}
 		current[k] = append(current[k], s)
 	}
 	rows := make([]Row, 0, len(alloc))
@@ -177,6 +194,10 @@ func Report(ctx context.Context, p *Prometheus, opts Options) ([]Row, error) {
 		}
 		r.Confidence = confidence(r, opts.MinCoverage)
 		r.recommend(current, k, w, opts.Headroom)
+		if why := unusable[k]; len(why) > 0 {
+			r.withhold("not usable: " + strings.Join(why, "; ") + " (want a finite number of 0 or more)")
+		}
+		r.checkFinite()
 		rows = append(rows, r)
 	}
 	slices.SortFunc(rows, func(a, b Row) int {
@@ -199,12 +220,13 @@ const currentQuery = `max by (cluster, $ns, workload, model, mig_profile) (
 )`
 
 // confidence: low with too little data, medium when bursty or not
-// recorded for most of the window, else high.
+// recorded for most of the window, else high. The comparisons are written
+// so that an unknown (NaN) coverage is low, never high.
 func confidence(r Row, minCoverage float64) string {
 	switch {
-	case r.Coverage < minCoverage:
+	case !(r.Coverage >= minCoverage):
 		return "low"
-	case r.Pattern == "bursty" || r.Coverage < 0.9:
+	case r.Pattern == "bursty" || !(r.Coverage >= 0.9):
 		return "medium"
 	default:
 		return "high"
@@ -273,5 +295,55 @@ func (r *Row) recommend(current map[rowKey][]Sample, k rowKey, w Window, headroo
 	r.FreedGPUHoursPerWeek = rec.FreedGPUHours * 168 / w.Hours
 	if rec.Keep {
 		r.Recommendation = "keep"
+	}
+}
+
+// maxDevices bounds the devices one pod can hold: far above any node's
+// GPU or MIG instance count, low enough that a count converts to an int.
+const maxDevices = 1 << 16
+
+// usableFigure: the recorded figures (GPU-hours, bytes, ratios, hours of
+// coverage) are finite and never negative.
+func usableFigure(v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0
+}
+
+// deviceCount: a current size is a whole count of devices, 1 or more.
+func deviceCount(v float64) bool {
+	return v >= 1 && v <= maxDevices && v == math.Trunc(v)
+}
+
+// withhold drops r's recommendation, saying why.
+func (r *Row) withhold(why string) {
+	r.Recommendation, r.Keep, r.FreedGPUHours, r.FreedGPUHoursPerWeek = "", false, 0, 0
+	r.Confidence = "low"
+	r.Note = why
+}
+
+// checkFinite zeroes the figures of r that are not finite numbers and
+// withholds its recommendation, naming them: JSON has no NaN or Inf, and
+// a figure derived from one (or one that overflowed) would mislead.
+func (r *Row) checkFinite() {
+	var bad []string
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{
+		{"peak_memory_bytes", &r.PeakMemoryBytes}, {"p95_memory_bytes", &r.P95MemoryBytes},
+		{"p95_activity", &r.P95Activity}, {"allocated_gpu_hours", &r.AllocatedGPUHours},
+		{"idle_gpu_hours", &r.IdleGPUHours}, {"freed_gpu_hours", &r.FreedGPUHours},
+		{"freed_gpu_hours_per_week", &r.FreedGPUHoursPerWeek}, {"coverage", &r.Coverage},
+	} {
+		if math.IsNaN(*f.v) || math.IsInf(*f.v, 0) {
+			*f.v = 0
+			bad = append(bad, f.name)
+		}
+	}
+	if len(bad) > 0 {
+		why := "not finite numbers: " + strings.Join(bad, ", ")
+		if r.Note != "" {
+			why = r.Note + "; " + why
+		}
+		r.withhold(why)
 	}
 }
