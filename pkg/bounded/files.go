@@ -173,3 +173,41 @@ func fileKind(m fs.FileMode) string {
 		return "not a plain file"
 	}
 }
+
+// Reader reads at most a cap of bytes from a stream and stops when its
+// context ends, for replies decoded as they arrive (a JSON decoder over a
+// response body). A read blocked on a connection is ended by its owner
+// (net/http closes a request's connection when the request's context
+// ends); Reader fails at the next read once ctx is done, even with bytes
+// buffered.
+type Reader struct {
+	ctx   context.Context
+	r     io.Reader
+	limit int64
+	// N is how many bytes were read.
+	N int64
+	// Err is the stream's own read error, if any (not EOF, not the cap,
+	// not the context).
+	Err error
+}
+
+// NewReader returns a Reader of r: the byte past limit fails the read with
+// ErrTooLarge.
+func NewReader(ctx context.Context, r io.Reader, limit int64) *Reader {
+	return &Reader{ctx: ctx, r: io.LimitReader(r, limit+1), limit: limit}
+}
+
+func (b *Reader) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := b.r.Read(p)
+	b.N += int64(n)
+	if b.N > b.limit {
+		return n, fmt.Errorf("larger than %d bytes: %w", b.limit, ErrTooLarge)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.Err = err
+	}
+	return n, err
+}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // The reply format relied on here is Prometheus' HTTP API
@@ -49,7 +51,7 @@ const (
 // Errors a query can end with, besides the server's own.
 var (
 	// ErrResponseTooLarge: a reply's body is over Limits.MaxResponseBytes.
-	ErrResponseTooLarge = errors.New("reply too large")
+	ErrResponseTooLarge = bounded.ErrTooLarge
 	// ErrTooManySeries: a result has more series than Limits.MaxSeries.
 	ErrTooManySeries = errors.New("too many series")
 	// ErrMalformed: the server answered, but not with the API's JSON.
@@ -176,7 +178,7 @@ func (p *Prometheus) get(ctx context.Context, path string, params url.Values, wh
 	if resp.StatusCode/100 != 2 {
 		return p.errorReply(ctx, resp, what)
 	}
-	body := newBoundedBody(ctx, resp.Body, p.limits.MaxResponseBytes)
+	body := bounded.NewReader(ctx, resp.Body, p.limits.MaxResponseBytes)
 	env, err := readEnvelope(json.NewDecoder(body), readData)
 	switch {
 	case errors.Is(err, ErrResponseTooLarge):
@@ -187,9 +189,9 @@ func (p *Prometheus) get(ctx context.Context, path string, params url.Values, wh
 			p.url, what, p.limits.MaxSeries, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("prometheus %s: %s: answered %s, but the report's deadline came after %d bytes of the reply: %w",
-			p.url, what, resp.Status, body.n, ctx.Err())
-	case err != nil && body.err != nil:
-		return fmt.Errorf("prometheus %s: %s: answered %s, then reading the reply failed after %d bytes: %w", p.url, what, resp.Status, body.n, body.err)
+			p.url, what, resp.Status, body.N, ctx.Err())
+	case err != nil && body.Err != nil:
+		return fmt.Errorf("prometheus %s: %s: answered %s, then reading the reply failed after %d bytes: %w", p.url, what, resp.Status, body.N, body.Err)
 	case errors.As(err, new(*json.SyntaxError)):
 		return p.malformed(what, fmt.Sprintf("answered %s, but not with the Prometheus API's JSON (is --prometheus.url the server's base URL?): %v", resp.Status, err))
 	case err != nil:
@@ -206,7 +208,8 @@ func (p *Prometheus) get(ctx context.Context, path string, params url.Values, wh
 // reason: the API's errorType and error when the body is its JSON, else
 // the body's first bytes (a proxy's or load balancer's page).
 func (p *Prometheus) errorReply(ctx context.Context, resp *http.Response, what string) error {
-	b, readErr := io.ReadAll(newBoundedBody(ctx, io.LimitReader(resp.Body, errBodyBytes), errBodyBytes))
+	// The body's first errBodyBytes are enough to show the reason.
+	b, readErr := bounded.ReadAll(ctx, io.NopCloser(io.LimitReader(resp.Body, errBodyBytes)), errBodyBytes)
 	var env envelope
 	if json.Unmarshal(b, &env) == nil && (env.Error != "" || env.ErrorType != "") {
 		return fmt.Errorf("prometheus %s: %s: answered %s: %s", p.url, what, resp.Status, apiErrorText(env))
@@ -389,36 +392,4 @@ func (v *vectorReader) readResult(dec *json.Decoder) error {
 	}
 	_, err := dec.Token()
 	return err
-}
-
-// boundedBody reads a reply's body through io.LimitReader(body, max+1):
-// the byte past max fails the read with ErrResponseTooLarge. It fails as
-// soon as ctx ends, even with bytes already buffered; a read blocked on
-// the connection is ended by net/http, which closes it when the request's
-// context ends.
-type boundedBody struct {
-	ctx context.Context
-	r   io.Reader
-	max int64
-	n   int64
-	err error // the body's own read error, if any
-}
-
-func newBoundedBody(ctx context.Context, body io.Reader, max int64) *boundedBody {
-	return &boundedBody{ctx: ctx, r: io.LimitReader(body, max+1), max: max}
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if err := b.ctx.Err(); err != nil {
-		return 0, err
-	}
-	n, err := b.r.Read(p)
-	b.n += int64(n)
-	if b.n > b.max {
-		return n, ErrResponseTooLarge
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		b.err = err
-	}
-	return n, err
 }

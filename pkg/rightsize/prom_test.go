@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // queryReply is a Prometheus whose rules are week()'s and whose every
@@ -184,16 +186,16 @@ func TestReportDeadline(t *testing.T) {
 // fails; a context that ended fails the next read.
 func TestBoundedBody(t *testing.T) {
 	t.Parallel()
-	b, err := io.ReadAll(newBoundedBody(context.Background(), strings.NewReader("12345"), 5))
+	b, err := io.ReadAll(bounded.NewReader(context.Background(), strings.NewReader("12345"), 5))
 	if err != nil || string(b) != "12345" {
 		t.Errorf("exact cap: %q, %v", b, err)
 	}
-	if _, err := io.ReadAll(newBoundedBody(context.Background(), strings.NewReader("123456"), 5)); !errors.Is(err, ErrResponseTooLarge) {
+	if _, err := io.ReadAll(bounded.NewReader(context.Background(), strings.NewReader("123456"), 5)); !errors.Is(err, ErrResponseTooLarge) {
 		t.Errorf("cap+1: %v, want ErrResponseTooLarge", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := io.ReadAll(newBoundedBody(ctx, strings.NewReader("1"), 5)); !errors.Is(err, context.Canceled) {
+	if _, err := io.ReadAll(bounded.NewReader(ctx, strings.NewReader("1"), 5)); !errors.Is(err, context.Canceled) {
 		t.Errorf("ended context: %v", err)
 	}
 }
