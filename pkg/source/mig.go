@@ -12,7 +12,7 @@ import "strconv"
 // profiling fields dcgm-exporter reads, belong to the GPU instance), so the
 // inventory has one entity row per GPU instance and lists its compute
 // instances here: a pod holding any of them is a holder of the GPU
-// instance's row (docs/metrics.md, "MIG compute instances").
+// instance's row (docs/mig.md).
 type MIGDevice struct {
 	// GPU and GPUInstance name the GPU instance entity (Entity.GPU,
 	// Entity.GPUInstance) the device belongs to.
