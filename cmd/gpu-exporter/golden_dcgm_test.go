@@ -166,7 +166,7 @@ func checkWindows(t *testing.T, fams map[string]*dto.MetricFamily, at time.Durat
 		l := labels(m)
 		want, wantXID := 0.0, ""
 		if l["gpu"] == "7" && at >= time.Minute {
-			want, wantXID = 1, "79"
+			want, wantXID = 1, "48"
 		}
 		if got := m.GetCounter().GetValue(); got != want || l["xid"] != wantXID || l["window_size_in_ms"] != "300000" {
 			t.Errorf("XID count %v = %v, want %v with xid %q", l, got, want, wantXID)

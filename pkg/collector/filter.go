@@ -68,6 +68,11 @@ func (f *gpuFilter) choose(inv *source.Inventory) {
 		f.rows = append(f.rows, i)
 		sel.Entities = append(sel.Entities, *e)
 	}
+	for _, d := range inv.MIGDevices {
+		if f.keep[d.GPU] {
+			sel.MIGDevices = append(sel.MIGDevices, d)
+		}
+	}
 	f.from, f.inv = inv, sel
 }
 

@@ -1,6 +1,9 @@
 package collector
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
@@ -79,6 +82,9 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 	holdings := make([]exposition.Holding, 0, len(inv.Entities))
 	for i := range inv.Entities {
 		hs := table.Holders(&inv.Entities[i])
+		if views := inv.HeldAs(&inv.Entities[i]); len(views) > 0 {
+			hs = holdersThrough(table, hs, views)
+		}
 		jobs := key.jobs.Jobs(&inv.Entities[i])
 		holders := len(hs) + len(jobs)
 		if holders == 0 {
@@ -100,13 +106,39 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 			})
 		}
 	}
-	table.UnmatchedCounts(all).ByReason(func(reason string, n int) {
+	table.UnmatchedCounts(all.WithHeldAs()).ByReason(func(reason string, n int) {
 		j.m.unmatched.WithLabelValues(reason).Set(float64(n))
 	})
 	j.m.jobsUnmatched.Set(float64(len(key.jobs.Unmatched(all))))
 	j.inv, j.key, j.holdings = inv, key, holdings
 	j.version++
 	return holdings, j.version
+}
+
+// holdersThrough adds to hs the holders of a GPU instance split into
+// several compute instances through each compute instance's MIG device
+// (views, source.Inventory.HeldAs): a pod on any of them holds the
+// instance's row. A container is listed once, shared if any of its
+// holdings is; the result is sorted as Table.Holders sorts.
+func holdersThrough(table *podresources.Table, hs []podresources.Holder, views []source.Entity) []podresources.Holder {
+	all := slices.Clone(hs)
+	for i := range views {
+		all = append(all, table.Holders(&views[i])...)
+	}
+	slices.SortStableFunc(all, func(a, b podresources.Holder) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container),
+			cmp.Compare(a.PodUID, b.PodUID), cmp.Compare(a.Resource, b.Resource))
+	})
+	out := all[:0]
+	for _, h := range all {
+		if n := len(out); n > 0 && out[n-1].Namespace == h.Namespace && out[n-1].Pod == h.Pod &&
+			out[n-1].Container == h.Container && out[n-1].PodUID == h.PodUID {
+			out[n-1].Shared = out[n-1].Shared || h.Shared
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // holder converts a kubelet holder, adding what the pod informer knows.

@@ -104,6 +104,9 @@ func checkKubelet(ctx context.Context, cfg Config, socket string, inv *source.In
 	res.Details = append(res.Details, allocLine,
 		"resources reported: "+listOrNone(reported),
 		"resources attributed (--kubernetes.resource-names and defaults): "+listOrNone(matched))
+	// A GPU instance split into several compute instances is held through
+	// each one's MIG device (source.Inventory.HeldAs).
+	inv = inv.WithHeldAs()
 	if inv != nil {
 		for i := range inv.Entities {
 			e := &inv.Entities[i]

@@ -46,6 +46,7 @@ type familyID uint8
 const (
 	famGPUInfo familyID = iota
 	famMIGInfo
+	famMIGDeviceInfo
 	famAllocation
 	famXIDErrors
 	famXIDLastSeen

@@ -24,6 +24,7 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 	}
 	inv.Entities = append(inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 0, UUID: "GPU-a", Device: "nvidia0",
 		Model: "NVIDIA A100", GPUInstance: 1, ComputeInstance: -1, MIGProfile: "3g.40gb", MIGUUID: "MIG-x"})
+	inv.MIGDevices = []source.MIGDevice{{GPU: 0, GPUInstance: 1, ComputeInstance: 0, Profile: "3g.40gb", UUID: "MIG-x"}}
 	inv.Entities = append(inv.Entities,
 		source.Entity{Kind: source.NVLink, GPU: 1, UUID: "GPU-b", Device: "nvidia1", Model: "NVIDIA A100", Link: 3, PeerType: source.PeerNVSwitch, Peer: "0"},
 		source.Entity{Kind: source.NVSwitch, GPU: -1, ID: 0, UUID: "SWX-0", PCIBusID: "00000000:05:00.0"},

@@ -44,8 +44,14 @@ func declarePrometheusFamilies(d *[numFamilies]Family) {
 	}
 	d[famMIGInfo] = Family{
 		Name: "gpu_mig_instance_info", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help:   "Static facts about a MIG GPU instance; always 1.",
-		Labels: []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "mig_uuid"},
+		Help:     "Static facts about a MIG GPU instance; always 1. mig_uuid is left out for an instance split into several compute instances: gpu_mig_device_info names each.",
+		Labels:   []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "mig_uuid"},
+		Optional: []string{"mig_uuid"},
+	}
+	d[famMIGDeviceInfo] = Family{
+		Name: "gpu_mig_device_info", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "A MIG device (a compute instance of a MIG GPU instance, with its own UUID, as nvidia-smi -L lists it and the device plugin hands it to pods); always 1. Its telemetry and holders are its GPU instance's series.",
+		Labels: []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "compute_instance", "compute_profile", "mig_uuid"},
 	}
 	d[famAllocation] = Family{
 		Name: "gpu_pod_allocation_info", Type: fields.Gauge, Naming: NamingPrometheus,
@@ -167,8 +173,9 @@ func (*prometheusScheme) render(p *pageWriter, in Input) {
 	p.renderContainers(in)
 }
 
-// renderInfo writes gpu_info for every GPU and gpu_mig_instance_info for
-// every MIG instance of the inventory, once each whatever the holders.
+// renderInfo writes gpu_info for every GPU, gpu_mig_instance_info for
+// every MIG instance and gpu_mig_device_info for every MIG device (compute
+// instance) of the inventory, once each whatever the holders.
 func (p *pageWriter) renderInfo(in Input) {
 	inv := in.Sample.Inventory
 	gpu := p.family(famGPUInfo)
@@ -190,8 +197,24 @@ func (p *pageWriter) renderInfo(in Input) {
 			continue
 		}
 		b = entityLabels(b[:0], e, nil) // gpu … model, gpu_instance, mig_profile
-		b = appendLabel(b, false, "mig_uuid", e.MIGUUID)
+		if e.MIGUUID != "" {
+			b = appendLabel(b, false, "mig_uuid", e.MIGUUID)
+		}
 		p.line(&mig, b, "", "", 1)
+	}
+	if len(inv.MIGDevices) == 0 {
+		return
+	}
+	dev := p.family(famMIGDeviceInfo)
+	for i := range inv.Entities {
+		e := &inv.Entities[i]
+		for _, d := range inv.MIGDevicesOf(e) {
+			b = entityLabels(b[:0], e, nil)
+			b = appendLabel(b, false, "compute_instance", strconv.Itoa(d.ComputeInstance))
+			b = appendLabel(b, false, "compute_profile", d.Profile)
+			b = appendLabel(b, false, "mig_uuid", d.UUID)
+			p.line(&dev, b, "", "", 1)
+		}
 	}
 }
 

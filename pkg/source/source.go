@@ -95,11 +95,14 @@ type Entity struct {
 	// GPUInstance is the MIG GPU instance id (Kind == GPUInstance).
 	GPUInstance int
 	// ComputeInstance is the MIG compute instance id, -1 when the instance
-	// is reported as a whole.
+	// is reported as a whole (a GPU instance split into several compute
+	// instances: Inventory.MIGDevices lists them).
 	ComputeInstance int
 	// MIGProfile is the instance profile ("1g.10gb").
 	MIGProfile string
-	// MIGUUID is the MIG device UUID ("MIG-…").
+	// MIGUUID is the MIG device UUID ("MIG-…") of a GPU instance with one
+	// compute instance; empty for one split into several, whose MIG
+	// devices each have their own (Inventory.MIGDevices).
 	MIGUUID string
 
 	// Link is the NVLink index (Kind == NVLink); ID the NVSwitch id (Kind
@@ -148,6 +151,10 @@ type Inventory struct {
 	// else; then MIG instances by GPU and instance id; then NVLinks and
 	// NVSwitches.
 	Entities []Entity
+	// MIGDevices are the MIG devices (compute instances) of the GPU
+	// instances in Entities, by GPU, GPU instance and compute instance id;
+	// nil when the source does not list them.
+	MIGDevices []MIGDevice
 }
 
 // GPUs returns the number of physical GPUs in the inventory.

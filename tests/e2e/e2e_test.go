@@ -18,7 +18,7 @@ import (
 
 // The simulated nodes: the scenarios of etc/sim, each on its own node.
 var testNodes = []node{
-	{name: "gpu-node-demo", scenario: "demo"},      // hot GPU 4, idle GPU 5, XID 79 on GPU 7 at 1m
+	{name: "gpu-node-demo", scenario: "demo"},      // hot GPU 4, idle GPU 5, XID 48 on GPU 7 at 1m
 	{name: "gpu-node-mig", scenario: "mig"},        // MIG instances, one held and idle
 	{name: "gpu-node-ts", scenario: "timeslicing"}, // GPUs shared by several pods
 	{name: "gpu-node-faults", scenario: "faults"},  // PCIe health warning at 10s, GPU 4 lost at 25s; XID 48, double-bit ECC, memory health failure and GPU reset at 1m
@@ -180,7 +180,7 @@ func testAlerts(t *testing.T, s *stack) {
 	wants := []alertWant{
 		{"alertname": "GPUTemperatureHigh", "severity": "warning", "node": "gpu-node-demo", "gpu": "4"},
 		{"alertname": "GPUThermalThrottling", "severity": "warning", "node": "gpu-node-demo", "gpu": "4", "reason": "sw_thermal"},
-		{"alertname": "GPUXidErrorCritical", "severity": "critical", "node": "gpu-node-demo", "gpu": "7", "xid": "79"},
+		{"alertname": "GPUXidErrorCritical", "severity": "critical", "node": "gpu-node-demo", "gpu": "7", "xid": "48"},
 		{"alertname": "GPUXidErrorCritical", "severity": "critical", "node": "gpu-node-faults", "gpu": "1", "xid": "48"},
 		{"alertname": "GPUEccDoubleBitErrors", "severity": "critical", "node": "gpu-node-faults", "gpu": "1"},
 		{"alertname": "GPUAllocatedButIdle", "severity": "warning", "node": "gpu-node-demo", "gpu": "5",

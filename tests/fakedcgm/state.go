@@ -80,12 +80,19 @@ type Instance struct {
 	FBMiB     int64
 }
 
-// ComputeInstance is a MIG compute instance.
+// ComputeInstance is a MIG compute instance: a DCGM_FE_GPU_CI entity
+// whose parent in dcgmGetGpuInstanceHierarchy is its GPU instance
+// (dcgm_structs.h, dcgmMigHierarchyInfo_v2), with a MIG device UUID of its
+// own (DCGM_FI_DEV_UUID).
 type ComputeInstance struct {
 	EntityID int
 	GI       int // entity id of its GPU instance
 	Instance int
 	UUID     string
+	// ProfileID is the NVML compute instance profile id and Slices the
+	// compute instance's slice count (dcgmMigEntityInfo_t); zero: those of
+	// its GPU instance (a compute instance spanning it).
+	ProfileID, Slices int
 }
 
 // Entity groups for Value.
@@ -259,7 +266,14 @@ func (s *State) Render() string {
 			gi.EntityID, gi.GPU, gi.Instance, quote(gi.Profile), gi.ProfileID, gi.Slices, quote(gi.UUID), gi.FBMiB)
 	}
 	for _, ci := range s.ComputeInstances {
-		fmt.Fprintf(&b, "ci %d gi=%d instance=%d uuid=%s\n", ci.EntityID, ci.GI, ci.Instance, quote(ci.UUID))
+		fmt.Fprintf(&b, "ci %d gi=%d instance=%d uuid=%s", ci.EntityID, ci.GI, ci.Instance, quote(ci.UUID))
+		if ci.ProfileID != 0 {
+			fmt.Fprintf(&b, " profileid=%d", ci.ProfileID)
+		}
+		if ci.Slices != 0 {
+			fmt.Fprintf(&b, " slices=%d", ci.Slices)
+		}
+		b.WriteByte('\n')
 	}
 	for _, w := range s.Switches {
 		fmt.Fprintf(&b, "switch %d bus=%s links=%d\n", w.ID, quote(w.BusID), w.Links)

@@ -92,9 +92,14 @@ type SMIGPU struct {
 	MIGMode     struct {
 		Current string `xml:"current_mig"`
 	} `xml:"mig_mode"`
+	// MIGDevices lists one <mig_device> per MIG device, that is per
+	// compute instance: a GPU instance split into two compute instances is
+	// two elements with the same gpu_instance_id.
 	MIGDevices struct {
 		Devices []struct {
-			Index string `xml:"index"`
+			Index           string `xml:"index"`
+			GPUInstance     string `xml:"gpu_instance_id"`
+			ComputeInstance string `xml:"compute_instance_id"`
 		} `xml:"mig_device"`
 	} `xml:"mig_devices"`
 	FBMemory struct {
@@ -152,11 +157,23 @@ func quantity(s, unit string) (float64, bool) {
 	return v, err == nil
 }
 
+// gpuInstances counts the distinct GPU instances of the <mig_device>s.
+func (g *SMIGPU) gpuInstances() int {
+	seen := map[string]bool{}
+	for _, d := range g.MIGDevices.Devices {
+		seen[strings.TrimSpace(d.GPUInstance)] = true
+	}
+	return len(seen)
+}
+
 // ExporterGPU is one GPU as the /metrics page shows it.
 type ExporterGPU struct {
 	UUID, Model, DriverVersion string
 	Values                     map[string]float64
-	MIGInstances               int
+	// MIGInstances counts the GPU instances (rows with a gpu_instance
+	// label), MIGDevices the MIG devices (gpu_mig_device_info series, one
+	// per compute instance).
+	MIGInstances, MIGDevices int
 }
 
 // Families read from the page (docs/metrics.md, --naming=prometheus).
@@ -169,6 +186,7 @@ const (
 	famSMClock     = "gpu_sm_clock_hertz"
 	famMemClock    = "gpu_memory_clock_hertz"
 	famUtilization = "gpu_utilization_ratio"
+	famMIGDevice   = "gpu_mig_device_info"
 )
 
 // parseMetrics reads the per-GPU families of a text-format page. A series
@@ -204,6 +222,11 @@ func parseMetrics(r io.Reader) (map[string]*ExporterGPU, error) {
 			g.Values[name] = m.GetGauge().GetValue()
 		}
 	}
+	for _, m := range fams[famMIGDevice].GetMetric() {
+		if g := gpus[labels(m)["uuid"]]; g != nil {
+			g.MIGDevices++
+		}
+	}
 	return gpus, nil
 }
 
@@ -226,7 +249,10 @@ type Report struct {
 	Missing []string    `json:"missing,omitempty"`
 	Extra   []string    `json:"extra,omitempty"`
 	GPUs    []GPUReport `json:"gpus"`
-	OK      bool        `json:"ok"`
+	// Problems name every difference not tied to one GPU's quantity (an
+	// nvidia-smi output listing fewer <gpu> than its attached_gpus).
+	Problems []string `json:"problems,omitempty"`
+	OK       bool     `json:"ok"`
 }
 
 // GPUReport compares one GPU.
@@ -315,8 +341,12 @@ func compare(smi *SMI, exp map[string]*ExporterGPU) *Report {
 			gr.add(numCheck("utilization_ratio", g.Utilization.GPU, unit("%", 0.01), e, famUtilization, tolUtil))
 		}
 		if migOn {
-			n := len(g.MIGDevices.Devices)
-			gr.add(Check{Quantity: "mig_instances", SMI: strconv.Itoa(n), Exporter: strconv.Itoa(e.MIGInstances), Tolerance: "exact", OK: n == e.MIGInstances})
+			// nvidia-smi lists one <mig_device> per compute instance; the
+			// exporter one row per GPU instance and one
+			// gpu_mig_device_info per compute instance (docs/mig.md).
+			gis, devs := g.gpuInstances(), len(g.MIGDevices.Devices)
+			gr.add(Check{Quantity: "mig_instances", SMI: strconv.Itoa(gis), Exporter: strconv.Itoa(e.MIGInstances), Tolerance: "exact", OK: gis == e.MIGInstances})
+			gr.add(Check{Quantity: "mig_devices", SMI: strconv.Itoa(devs), Exporter: strconv.Itoa(e.MIGDevices), Tolerance: "exact", OK: devs == e.MIGDevices})
 		}
 		for _, c := range gr.Checks {
 			rep.OK = rep.OK && c.OK
@@ -331,6 +361,9 @@ func compare(smi *SMI, exp map[string]*ExporterGPU) *Report {
 	}
 	slices.Sort(rep.Extra)
 	if smi.AttachedGPUs != 0 && smi.AttachedGPUs != len(smi.GPUs) {
+		// As `nvidia-smi -q -x -i 0` writes on a node of several GPUs: the
+		// comparison needs the output of every GPU.
+		rep.Problems = append(rep.Problems, fmt.Sprintf("nvidia-smi attached_gpus %d, but it lists %d <gpu> elements: capture with nvidia-smi -q -x, without -i", smi.AttachedGPUs, len(smi.GPUs)))
 		rep.OK = false
 	}
 	return rep
@@ -380,6 +413,9 @@ func (r *Report) WriteText(w io.Writer) {
 	for _, u := range r.Extra {
 		fmt.Fprintf(w, "MISMATCH %s: exported, unknown to nvidia-smi\n", u)
 	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "MISMATCH %s\n", p)
+	}
 	for _, g := range r.GPUs {
 		bad := 0
 		for _, c := range g.Checks {
@@ -393,6 +429,29 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.OK {
 		fmt.Fprintln(w, "hardware check: match")
 	} else {
-		fmt.Fprintln(w, "hardware check: MISMATCH")
+		fmt.Fprintf(w, "hardware check: MISMATCH (%s)\n", strings.Join(r.reasons(), "; "))
 	}
+}
+
+// reasons names every difference, so that no MISMATCH goes without one.
+func (r *Report) reasons() []string {
+	var out []string
+	if n := len(r.Missing); n > 0 {
+		out = append(out, fmt.Sprintf("%d GPUs absent from the exporter", n))
+	}
+	if n := len(r.Extra); n > 0 {
+		out = append(out, fmt.Sprintf("%d GPUs unknown to nvidia-smi", n))
+	}
+	out = append(out, r.Problems...)
+	for _, g := range r.GPUs {
+		for _, c := range g.Checks {
+			if !c.OK {
+				out = append(out, g.UUID+" "+c.Quantity)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "no reason recorded: a bug of the comparison")
+	}
+	return out
 }

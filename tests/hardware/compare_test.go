@@ -69,7 +69,26 @@ func TestCompare(t *testing.T) {
 		{
 			name:       "MIG instance missing",
 			page:       func(s string) string { return dropLines(s, `gpu_instance="2"`) },
-			mismatches: []string{uuid1 + " mig_instances"},
+			mismatches: []string{uuid1 + " mig_instances", uuid1 + " mig_devices"},
+		},
+		{
+			// Issue 30: nvidia-smi lists one <mig_device> per compute
+			// instance; GPU instance 2 split in two is two of them and one
+			// GPU instance.
+			name: "GPU instance split into two compute instances",
+			smi: func(s string) string {
+				return strings.Replace(s, "</mig_device>\n\t\t</mig_devices>", "</mig_device><mig_device><index>2</index><gpu_instance_id>2</gpu_instance_id><compute_instance_id>1</compute_instance_id></mig_device></mig_devices>", 1)
+			},
+			mismatches: []string{uuid1 + " mig_devices: nvidia-smi 3, exporter 2"},
+		},
+		{
+			// Issue 30: "9 of 9 quantities match" then "MISMATCH", without
+			// a reason, for a capture of one GPU of four (-i 0).
+			name: "attached_gpus more than the GPUs listed",
+			smi: func(s string) string {
+				return regexp.MustCompile(`<attached_gpus>\d+</attached_gpus>`).ReplaceAllString(s, "<attached_gpus>4</attached_gpus>")
+			},
+			mismatches: []string{"nvidia-smi attached_gpus 4, but it lists 2 <gpu> elements"},
 		},
 		{
 			name: "power exported where nvidia-smi has none",
@@ -123,6 +142,9 @@ func TestCompare(t *testing.T) {
 			rep.WriteText(&out)
 			if rep.OK != tc.wantOK {
 				t.Errorf("OK = %v, want %v\n%s", rep.OK, tc.wantOK, out.String())
+			}
+			if !rep.OK && !strings.Contains(out.String(), "MISMATCH (") {
+				t.Errorf("MISMATCH without its reasons:\n%s", out.String())
 			}
 			got := 0
 			for _, line := range strings.Split(out.String(), "\n") {

@@ -209,8 +209,14 @@ func (s *Source) buildInventory(ctx context.Context, t topology) (*inventory, er
 		e.GPUInstance = int(gi.Info.NvmlInstanceId)
 		e.ComputeInstance = -1
 		e.MIGProfile = attrs.str(ref, fieldName)
-		e.MIGUUID = migUUID(attrs, ref, gi.Entity.EntityId, cis)
+		devs := migDevices(attrs, e, gi, attrs.str(ref, fieldUUID), cis)
+		if len(devs) <= 1 {
+			// One MIG device: the instance answers to its UUID. Several:
+			// each is listed with its own (issue 30), the row has none.
+			e.MIGUUID = migUUID(attrs, ref, devs)
+		}
 		inv.inv.Entities = append(inv.inv.Entities, e)
+		inv.inv.MIGDevices = append(inv.inv.MIGDevices, devs...)
 		inv.refs = append(inv.refs, ref)
 	}
 	if err := s.appendFabric(ctx, inv, t.fabric); err != nil {
@@ -243,20 +249,52 @@ func (s *Source) anyRecovered(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// migUUID is the MIG device UUID of a GPU instance: DCGM's UUID field of the
-// instance, or of its compute instance (the MIG device NVML names).
-func migUUID(attrs attributes, gi entityRef, giID uint, cis []godcgm.MigHierarchyInfo_v2) string {
+// migUUID is the MIG device UUID of a GPU instance with at most one
+// compute instance: DCGM's UUID field of the instance, or of its compute
+// instance (the MIG device NVML names).
+func migUUID(attrs attributes, gi entityRef, devs []source.MIGDevice) string {
 	if u := attrs.str(gi, fieldUUID); strings.HasPrefix(u, "MIG-") {
 		return u
 	}
-	for _, ci := range cis {
-		if ci.Parent.EntityId == giID {
-			if u := attrs.str(entityRef{groupGPUCI, ci.Entity.EntityId}, fieldUUID); strings.HasPrefix(u, "MIG-") {
-				return u
-			}
-		}
+	if len(devs) == 1 {
+		return devs[0].UUID
 	}
 	return ""
+}
+
+// migDevices lists the compute instances of GPU instance gi (entity e) as
+// MIG devices, in compute instance order. DCGM lists each compute instance
+// in dcgmGetGpuInstanceHierarchy as a DCGM_FE_GPU_CI entity whose parent
+// is its DCGM_FE_GPU_I, with nvmlComputeInstanceId and nvmlProfileSlices,
+// the compute instance's own slice count (dcgm_structs.h,
+// dcgmMigEntityInfo_t); its UUID is DCGM_FI_DEV_UUID of that entity, or,
+// for the only compute instance of a GPU instance, the GPU instance's
+// (giUUID). A compute instance without a MIG UUID is left out: no pod can
+// name it.
+func migDevices(attrs attributes, e source.Entity, gi godcgm.MigHierarchyInfo_v2, giUUID string, cis []godcgm.MigHierarchyInfo_v2) []source.MIGDevice {
+	var mine []godcgm.MigHierarchyInfo_v2
+	for _, ci := range cis {
+		if ci.Parent.EntityId == gi.Entity.EntityId {
+			mine = append(mine, ci)
+		}
+	}
+	var out []source.MIGDevice
+	for _, ci := range mine {
+		u := attrs.str(entityRef{groupGPUCI, ci.Entity.EntityId}, fieldUUID)
+		if !strings.HasPrefix(u, "MIG-") && len(mine) == 1 {
+			u = giUUID
+		}
+		if !strings.HasPrefix(u, "MIG-") {
+			continue
+		}
+		out = append(out, source.MIGDevice{
+			GPU: e.GPU, GPUInstance: e.GPUInstance, ComputeInstance: int(ci.Info.NvmlComputeInstanceId),
+			Profile: source.ComputeInstanceProfile(e.MIGProfile, int(ci.Info.NvmlProfileSlices), int(gi.Info.NvmlProfileSlices)),
+			UUID:    u,
+		})
+	}
+	slices.SortFunc(out, func(a, b source.MIGDevice) int { return cmp.Compare(a.ComputeInstance, b.ComputeInstance) })
+	return out
 }
 
 // attributes are live values of attributeFields by entity and field.
@@ -329,7 +367,8 @@ func (s *Source) setInventory(next *inventory) bool {
 	now := s.now()
 	s.invAt, s.stale = now, false
 	prev := s.inv
-	if prev != nil && prev.inv.DriverVersion == next.inv.DriverVersion && slices.Equal(prev.inv.Entities, next.inv.Entities) {
+	if prev != nil && prev.inv.DriverVersion == next.inv.DriverVersion && slices.Equal(prev.inv.Entities, next.inv.Entities) &&
+		slices.Equal(prev.inv.MIGDevices, next.inv.MIGDevices) {
 		prev.fingerprint, prev.refs, prev.unwell = next.fingerprint, next.refs, next.unwell
 		return false
 	}

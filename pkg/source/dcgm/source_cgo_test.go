@@ -42,7 +42,11 @@ func TestInventory(t *testing.T) {
 	gi2 := a100
 	gi2.Kind, gi2.MemoryBytes, gi2.GPUInstance, gi2.ComputeInstance, gi2.MIGProfile, gi2.MIGUUID =
 		source.GPUInstance, 4864<<20, 2, -1, "1g.5gb", migB // UUID from its compute instance
-	want := &source.Inventory{DriverVersion: "550.54.15", Entities: []source.Entity{h100, a100, gi1, gi2}}
+	want := &source.Inventory{DriverVersion: "550.54.15", Entities: []source.Entity{h100, a100, gi1, gi2},
+		MIGDevices: []source.MIGDevice{
+			{GPU: 1, GPUInstance: 1, ComputeInstance: 0, Profile: "3g.20gb", UUID: migA}, // its GPU instance's UUID
+			{GPU: 1, GPUInstance: 2, ComputeInstance: 0, Profile: "1g.5gb", UUID: migB},
+		}}
 	if !reflect.DeepEqual(inv, want) {
 		t.Errorf("inventory =\n%+v\nwant\n%+v", inv, want)
 	}
@@ -53,6 +57,66 @@ func TestInventory(t *testing.T) {
 	again, _ := h.src.Inventory(context.Background())
 	if s.Inventory != inv || again != inv {
 		t.Error("inventory pointer changed without a change")
+	}
+}
+
+// TestComputeInstances is issue 30's H200: GPU instance 2 (3g.71gb) split
+// into compute instances 0 (1c.3g.71gb) and 1 (2c.3g.71gb), each a MIG
+// device with its own UUID. The instance is one row, without a MIG UUID of
+// its own, and both MIG devices are listed and answer for it; before the
+// fix the second compute instance had no identity at all.
+func TestComputeInstances(t *testing.T) {
+	const (
+		h200  = "GPU-2a2b3c4d-0000-1111-2222-333344445555"
+		ciOne = "MIG-6e4d9b17-1d7b-5b2a-8a52-3a1f0c1d2e01"
+		ciTwo = "MIG-6e4d9b17-1d7b-5b2a-8a52-3a1f0c1d2e02"
+		whole = "MIG-6e4d9b17-1d7b-5b2a-8a52-3a1f0c1d2e03"
+	)
+	st := fakedcgm.State{
+		Driver: "570.124.06",
+		GPUs:   []fakedcgm.GPU{{ID: 0, UUID: h200, Name: "NVIDIA H200", BusID: "00000000:19:00.0", FBMiB: 143771}},
+		Instances: []fakedcgm.Instance{
+			{EntityID: 1, GPU: 0, Instance: 2, Profile: "3g.71gb", ProfileID: 2, Slices: 3, FBMiB: 71424},
+			{EntityID: 2, GPU: 0, Instance: 1, Profile: "4g.71gb", ProfileID: 5, Slices: 4, FBMiB: 71424},
+		},
+		// dcgmi discovery -c lists them under their GPU instance as
+		// "CI 0/1" entities (DCGM_FE_GPU_CI); profile ids are NVML's
+		// NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE (0) and _2_SLICE (1).
+		ComputeInstances: []fakedcgm.ComputeInstance{
+			{EntityID: 10, GI: 1, Instance: 1, UUID: ciTwo, ProfileID: 1, Slices: 2},
+			{EntityID: 11, GI: 1, Instance: 0, UUID: ciOne, ProfileID: 0, Slices: 1},
+			{EntityID: 12, GI: 2, Instance: 0, UUID: whole, ProfileID: 0, Slices: 4},
+		},
+	}
+	h := start(t, st, testConfig())
+	inv, err := h.src.Inventory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(inv); !reflect.DeepEqual(got, []string{"gpu:0", "gi:0:1", "gi:0:2"}) {
+		t.Fatalf("entities = %v", got)
+	}
+	split := inv.Entities[2]
+	if split.ComputeInstance != -1 || split.MIGUUID != "" || split.MIGProfile != "3g.71gb" {
+		t.Errorf("split instance = %+v, want a whole 3g.71gb without a MIG UUID", split)
+	}
+	if inv.Entities[1].MIGUUID != whole {
+		t.Errorf("unsplit instance MIG UUID = %q, want %q", inv.Entities[1].MIGUUID, whole)
+	}
+	wantDevs := []source.MIGDevice{
+		{GPU: 0, GPUInstance: 1, ComputeInstance: 0, Profile: "4g.71gb", UUID: whole},
+		{GPU: 0, GPUInstance: 2, ComputeInstance: 0, Profile: "1c.3g.71gb", UUID: ciOne},
+		{GPU: 0, GPUInstance: 2, ComputeInstance: 1, Profile: "2c.3g.71gb", UUID: ciTwo},
+	}
+	if !reflect.DeepEqual(inv.MIGDevices, wantDevs) {
+		t.Errorf("MIG devices =\n%+v\nwant\n%+v", inv.MIGDevices, wantDevs)
+	}
+	var heldAs []string
+	for _, v := range inv.HeldAs(&split) {
+		heldAs = append(heldAs, v.MIGUUID)
+	}
+	if !reflect.DeepEqual(heldAs, []string{ciOne, ciTwo}) {
+		t.Errorf("split instance held as %v, want both compute instances", heldAs)
 	}
 }
 

@@ -47,11 +47,14 @@ type migInfo struct {
 
 // migDevice is one MIG device (a compute instance) as NVML lists it.
 type migDevice struct {
-	dev      nvml.Device
-	uuid     string
-	gi, ci   int
-	profile  string
-	memBytes uint64
+	dev    nvml.Device
+	uuid   string
+	gi, ci int
+	// profile is the GPU instance's profile ("3g.71gb"), ciProfile the
+	// device's own ("1c.3g.71gb", or the GPU instance's when the compute
+	// instance spans it).
+	profile, ciProfile string
+	memBytes           uint64
 }
 
 // lostReport is a GPU whose call returned ERROR_GPU_IS_LOST during a scan;
@@ -350,10 +353,11 @@ func assemble(in []*gpuInfo) ([]*gpuInfo, []source.Entity) {
 func (s *Source) install(ctx context.Context, gpus []*gpuInfo, entities []source.Entity) error {
 	s.gpus = gpus
 	prev := s.inv
-	if prev != nil && prev.DriverVersion == s.driver && slices.Equal(prev.Entities, entities) {
+	devs := migDevices(gpus)
+	if prev != nil && prev.DriverVersion == s.driver && slices.Equal(prev.Entities, entities) && slices.Equal(prev.MIGDevices, devs) {
 		return s.registerEvents(ctx)
 	}
-	s.inv = &source.Inventory{DriverVersion: s.driver, Entities: entities}
+	s.inv = &source.Inventory{DriverVersion: s.driver, Entities: entities, MIGDevices: devs}
 	var before []source.Entity
 	if prev != nil {
 		before = prev.Entities

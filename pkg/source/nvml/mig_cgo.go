@@ -86,6 +86,7 @@ func readMIGDevice(md nvml.Device, uuid string) (migDevice, error) {
 		attrs = nvml.DeviceAttributes{}
 	}
 	d.profile = migProfile(name, attrs.GpuInstanceSliceCount, attrs.MemorySizeMB)
+	d.ciProfile = migDeviceProfile(name, d.profile, attrs.ComputeInstanceSliceCount, attrs.GpuInstanceSliceCount)
 	mem, ret := md.GetMemoryInfo()
 	if ret == nvml.ERROR_GPU_IS_LOST {
 		return d, lostError{uuid: uuid}
@@ -99,9 +100,11 @@ func readMIGDevice(md nvml.Device, uuid string) (migDevice, error) {
 }
 
 // instances groups MIG devices (sorted by instance ids) into GPU instance
-// entities. An instance with one compute instance carries its id; one split
-// into several is reported as a whole (ComputeInstance -1), under the MIG
-// UUID of its first compute instance.
+// entities. An instance with one compute instance carries its id and MIG
+// UUID; one split into several is reported as a whole (ComputeInstance -1,
+// no MIG UUID: each compute instance is a source.MIGDevice of its own, see
+// migDevices), read through the MIG device of its first compute instance,
+// since instance-level values are the same on each.
 func instances(parent source.Entity, devs []migDevice) []migInfo {
 	var out []migInfo
 	for k := 0; k < len(devs); {
@@ -117,11 +120,23 @@ func instances(parent source.Entity, devs []migDevice) []migInfo {
 		e.ComputeInstance = -1
 		if end-k == 1 {
 			e.ComputeInstance = d.ci
+			e.MIGUUID = d.uuid
 		}
 		e.MIGProfile = d.profile
-		e.MIGUUID = d.uuid
 		out = append(out, migInfo{entity: e, dev: d.dev})
 		k = end
+	}
+	return out
+}
+
+// migDevices lists every MIG device (compute instance) of the GPUs, in
+// GPU, GPU instance and compute instance order, as source.MIGDevices.
+func migDevices(gpus []*gpuInfo) []source.MIGDevice {
+	var out []source.MIGDevice
+	for _, g := range gpus {
+		for _, d := range g.devs {
+			out = append(out, source.MIGDevice{GPU: g.entity.GPU, GPUInstance: d.gi, ComputeInstance: d.ci, Profile: d.ciProfile, UUID: d.uuid})
+		}
 	}
 	return out
 }

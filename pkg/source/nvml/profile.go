@@ -3,6 +3,8 @@ package nvml
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // migProfile returns the GPU instance profile of a MIG device ("3g.20gb").
@@ -39,4 +41,19 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// migDeviceProfile returns a MIG device's own profile: its name without
+// the parent's and "MIG " ("1c.3g.71gb" for a compute instance smaller than
+// its GPU instance, as `nvidia-smi -L` prints "MIG 1c.3g.71gb Device 0"),
+// else one derived from the slice counts of its attributes.
+func migDeviceProfile(name, giProfile string, ciSlices, giSlices uint32) string {
+	p := strings.TrimSpace(validText(name))
+	if i := strings.LastIndex(p, "MIG "); i >= 0 {
+		p = strings.TrimSpace(p[i+len("MIG "):])
+		if p == giProfile || strings.HasSuffix(p, "."+giProfile) && giProfile != "" {
+			return p
+		}
+	}
+	return source.ComputeInstanceProfile(giProfile, int(ciSlices), int(giSlices))
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,7 +247,11 @@ func TestInventory(t *testing.T) {
 	gi2 := a
 	gi2.Kind, gi2.MemoryBytes, gi2.GPUInstance, gi2.ComputeInstance, gi2.MIGProfile, gi2.MIGUUID =
 		source.GPUInstance, 4864<<20, 2, 0, "1g.5gb", migB
-	want := &source.Inventory{DriverVersion: "550.54.15", Entities: []source.Entity{h, a, gi1, gi2}}
+	want := &source.Inventory{DriverVersion: "550.54.15", Entities: []source.Entity{h, a, gi1, gi2},
+		MIGDevices: []source.MIGDevice{
+			{GPU: 1, GPUInstance: 1, ComputeInstance: 0, Profile: "3g.20gb", UUID: migA},
+			{GPU: 1, GPUInstance: 2, ComputeInstance: 0, Profile: "1g.5gb", UUID: migB},
+		}}
 	if !reflect.DeepEqual(inv, want) {
 		t.Errorf("inventory =\n%+v\nwant\n%+v", inv, want)
 	}
@@ -311,9 +316,26 @@ func TestMIG(t *testing.T) {
 		t.Fatal("MIG reconfiguration kept the inventory pointer")
 	}
 	gi2 := s2.Inventory.Entities[3]
-	if gi2.Key() != "gi:1:2" || gi2.ComputeInstance != -1 || gi2.MIGProfile != "2g.10gb" || gi2.MIGUUID != migC ||
+	if gi2.Key() != "gi:1:2" || gi2.ComputeInstance != -1 || gi2.MIGProfile != "2g.10gb" || gi2.MIGUUID != "" ||
 		gi2.MemoryBytes != 9856<<20 {
-		t.Errorf("split instance = %+v, want GI 2 as a whole, 2g.10gb, first compute instance's UUID", gi2)
+		t.Errorf("split instance = %+v, want GI 2 as a whole, 2g.10gb, no MIG UUID of its own", gi2)
+	}
+	// Each compute instance is a MIG device with its own UUID (issue 30:
+	// the second one's pod was unknown_gpu), and answers for the row.
+	wantDevs := []source.MIGDevice{
+		{GPU: 1, GPUInstance: 1, ComputeInstance: 0, Profile: "3g.20gb", UUID: migA},
+		{GPU: 1, GPUInstance: 2, ComputeInstance: 0, Profile: "1c.2g.10gb", UUID: migC},
+		{GPU: 1, GPUInstance: 2, ComputeInstance: 1, Profile: "1c.2g.10gb", UUID: migD},
+	}
+	if !reflect.DeepEqual(s2.Inventory.MIGDevices, wantDevs) {
+		t.Errorf("MIG devices = %+v, want %+v", s2.Inventory.MIGDevices, wantDevs)
+	}
+	var heldAs []string
+	for _, v := range s2.Inventory.HeldAs(&gi2) {
+		heldAs = append(heldAs, v.MIGUUID+"/"+strconv.Itoa(v.ComputeInstance))
+	}
+	if want := []string{migC + "/0", migD + "/1"}; !reflect.DeepEqual(heldAs, want) {
+		t.Errorf("split instance held as %v, want %v", heldAs, want)
 	}
 	if n := logs.count("nvml inventory changed"); n != 1 {
 		t.Errorf("%d 'inventory changed' lines, want 1", n)

@@ -24,7 +24,7 @@
 //	    pci_bus_id: …             # optional, only with count 1 (default derived from index)
 //	    fields: {FIELD: SPEC, ...}
 //	    mig:                      # optional: MIG mode with these GPU instances
-//	      - {profile: 1g.10gb, gpu_instance: 7, memory_mib: 9856, uuid: MIG-…, fields: {...}}
+//	      - {profile: 1g.10gb, gpu_instance: 7, memory_mib: 9984, uuid: MIG-…, fields: {...}}
 //	fabric:                       # optional: an NVLink fabric (see fabric.go)
 //	  nvswitches: 4               # 0-12; GPU link l goes to switch l mod nvswitches
 //	  links_per_gpu: 18           # 1-36

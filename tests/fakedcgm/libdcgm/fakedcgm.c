@@ -26,8 +26,13 @@
  *                                 NUMA node (CPU affinity, PCIe paths)
  *   gi <entityId> gpu=<id> instance=<n> profile=<s> profileid=<n> slices=<n>
  *            uuid=<s> fb=<MiB>    a MIG GPU instance
- *   ci <entityId> gi=<entityId> instance=<n> uuid=<s>
- *                                 a MIG compute instance
+ *   ci <entityId> gi=<entityId> instance=<n> uuid=<s> [profileid=<n>]
+ *            [slices=<n>]         a MIG compute instance: a DCGM_FE_GPU_CI
+ *                                 entity whose parent is the DCGM_FE_GPU_I
+ *                                 <gi>; profileid is its NVML compute
+ *                                 instance profile id and slices its own
+ *                                 slice count (default: those of its GPU
+ *                                 instance, a compute instance spanning it)
  *   switch <id> bus=<s> links=<n>
  *                                 an NVSwitch with <n> ports, all up
  *   linkstate <gpu|switch> <id> <index> <up|down|disabled|notsupported>
@@ -137,8 +142,12 @@ struct gi {
     long long fb;
 };
 
+/* A MIG compute instance. DCGM reports it as an entity of group
+ * DCGM_FE_GPU_CI ("Field is associated with a GPU Compute Instance entity",
+ * dcgm_fields.h) with its own MIG device UUID; profileid and slices are
+ * its own (0: those of its GPU instance). */
 struct ci {
-    int id, gi, instance;
+    int id, gi, instance, profileid, slices;
     char uuid[STR];
 };
 
@@ -483,6 +492,10 @@ static void parse_line(struct state *s, char *line)
                 c->instance = atoi(val);
             else if (kv(tok, "uuid", &val))
                 copy_str(c->uuid, val);
+            else if (kv(tok, "profileid", &val))
+                c->profileid = atoi(val);
+            else if (kv(tok, "slices", &val))
+                c->slices = atoi(val);
         }
         s->ncis++;
     } else if (strcmp(cmd, "value") == 0 && s->nvalues < MAX_VALUES) {
@@ -1443,8 +1456,13 @@ API dcgmReturn_t dcgmGetGpuInstanceHierarchy(dcgmHandle_t dcgmHandle, dcgmMigHie
             c->info.nvmlGpuIndex = (unsigned int)gi->gpu;
             c->info.nvmlInstanceId = (unsigned int)gi->instance;
             c->info.nvmlComputeInstanceId = (unsigned int)ci->instance;
-            c->info.nvmlMigProfileId = (unsigned int)gi->profileid;
-            c->info.nvmlProfileSlices = (unsigned int)gi->slices;
+            /* dcgmMigEntityInfo_t (dcgm_structs.h): nvmlMigProfileId is the
+             * "Unique profile ID for GPU or Compute instances" (for a
+             * compute instance, its nvmlComputeInstanceProfileInfo_st id)
+             * and nvmlProfileSlices the "Number of slices in the MIG
+             * profile": the compute instance's own, not its GPU instance's. */
+            c->info.nvmlMigProfileId = (unsigned int)(ci->profileid ? ci->profileid : gi->profileid);
+            c->info.nvmlProfileSlices = (unsigned int)(ci->slices ? ci->slices : gi->slices);
         }
     }
     hierarchy->count = n;

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// pageFor writes the /metrics page a correct exporter shows for a capture:
+// every GPU with the quantities nvidia-smi reports, a row per GPU instance
+// and a gpu_mig_device_info per <mig_device>.
+func pageFor(s *SMI) string {
+	lines := map[string][]string{}
+	add := func(fam, format string, args ...any) {
+		lines[fam] = append(lines[fam], fam+fmt.Sprintf(format, args...))
+	}
+	num := func(text, unit string, scale float64) (string, bool) {
+		v, ok := quantity(text, unit)
+		return strconv.FormatFloat(v*scale, 'g', -1, 64), ok
+	}
+	for i, g := range s.GPUs {
+		l := fmt.Sprintf(`gpu="%d",uuid="%s",device="nvidia%d",model="%s"`, i, g.UUID, i, g.ProductName)
+		add(famInfo, "{%s,driver_version=%q} 1", l, s.DriverVersion)
+		for _, q := range []struct {
+			fam, text, unit string
+			scale           float64
+		}{
+			{famMemTotal, g.FBMemory.Total, "MiB", 1 << 20}, {famMemUsed, g.FBMemory.Used, "MiB", 1 << 20},
+			{famTemp, g.Temperature.GPU, "C", 1}, {famSMClock, g.Clocks.SM, "MHz", 1e6}, {famMemClock, g.Clocks.Mem, "MHz", 1e6},
+			{famUtilization, g.Utilization.GPU, "%", 0.01},
+		} {
+			if v, ok := num(q.text, q.unit, q.scale); ok {
+				add(q.fam, "{%s} %s", l, v)
+			}
+		}
+		if w, ok := g.watts(); ok {
+			add(famPower, "{%s} %g", l, w)
+		}
+		seen := map[string]bool{}
+		for _, d := range g.MIGDevices.Devices {
+			mig := fmt.Sprintf(`%s,gpu_instance="%s",mig_profile="x"`, l, d.GPUInstance)
+			if !seen[d.GPUInstance] {
+				seen[d.GPUInstance] = true
+				add(famMemTotal, "{%s} 1", mig)
+			}
+			add(famMIGDevice, "{%s,compute_instance=%q} 1", mig, d.ComputeInstance)
+		}
+	}
+	var b strings.Builder
+	for _, fam := range []string{famInfo, famMemTotal, famMemUsed, famTemp, famPower, famSMClock, famMemClock, famUtilization, famMIGDevice} {
+		if len(lines[fam]) > 0 {
+			fmt.Fprintf(&b, "# TYPE %s gauge\n%s\n", fam, strings.Join(lines[fam], "\n"))
+		}
+	}
+	return b.String()
+}
+
+// TestCaptures runs the comparison over every real capture under
+// testdata/captures (each file cites its source): the capture parses, it
+// lists every GPU it counts, a page that agrees with it matches, and a
+// page that lost one MIG device or one GPU fails with a MISMATCH line that
+// names what differed. Adding a capture is adding a file.
+func TestCaptures(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "captures", "*.xml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captures: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(data, []byte("Source:")) {
+				t.Error("capture does not cite its source")
+			}
+			smi, err := parseSMI(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(smi.GPUs) == 0 || smi.DriverVersion == "" || smi.AttachedGPUs != len(smi.GPUs) {
+				t.Fatalf("parsed %d GPUs (attached_gpus %d), driver %q", len(smi.GPUs), smi.AttachedGPUs, smi.DriverVersion)
+			}
+			check := func(page string, wantOK bool, want ...string) {
+				t.Helper()
+				exp, err := parseMetrics(strings.NewReader(page))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := compare(smi, exp)
+				var out bytes.Buffer
+				rep.WriteText(&out)
+				if rep.OK != wantOK {
+					t.Errorf("OK = %v, want %v\n%s", rep.OK, wantOK, out.String())
+				}
+				for _, w := range want {
+					if !strings.Contains(out.String(), "MISMATCH "+w) {
+						t.Errorf("no MISMATCH %q in\n%s", w, out.String())
+					}
+				}
+			}
+			page := pageFor(smi)
+			check(page, true)
+			g := smi.GPUs[0]
+			const other = "GPU-00000000-0000-0000-0000-000000000000"
+			check(strings.ReplaceAll(page, g.UUID, other), false, g.UUID+": listed by nvidia-smi", other+": exported, unknown")
+			if n := len(g.MIGDevices.Devices); n > 0 {
+				last := g.MIGDevices.Devices[n-1]
+				check(dropLines(page, famMIGDevice+`\{.*gpu_instance="`+last.GPUInstance+`"`), false, g.UUID+" mig_devices")
+			}
+		})
+	}
+}
