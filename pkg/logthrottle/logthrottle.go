@@ -70,13 +70,17 @@ type Logger struct {
 }
 
 // cause is the state of one cause: the end of its current window and what
-// was suppressed in it, with the level and message of the last suppressed
-// line for the report.
+// was suppressed in it, with the level, message and call site of the last
+// suppressed line for the report.
 type cause struct {
 	until      time.Time
 	suppressed int
 	level      slog.Level
 	msg        string
+	// pc is the program counter of the last suppressed line's caller: the
+	// report names it as its source (a report without one printed
+	// source=.:0 under --log.format with sources).
+	pc uintptr
 }
 
 // New returns a Logger writing to logger (nil discards).
@@ -148,7 +152,15 @@ func (l *Logger) log(ctx context.Context, level slog.Level, name, msg string, ar
 			c = &l.overflow
 		}
 	}
+	var pcs [1]uintptr
 	if now.Before(c.until) {
+		if c.suppressed == 0 {
+			// The first suppressed line of a window names the call site
+			// of its report; later ones skip the stack walk (a cause is
+			// one call site, as a rule).
+			runtime.Callers(3, pcs[:]) // runtime.Callers, log, Log/Warn/…
+			c.pc = pcs[0]
+		}
 		c.suppressed++
 		c.level, c.msg = level, msg
 		l.total++
@@ -159,7 +171,6 @@ func (l *Logger) log(ctx context.Context, level slog.Level, name, msg string, ar
 	c.until, c.suppressed = now.Add(l.window), 0
 	l.mu.Unlock()
 
-	var pcs [1]uintptr
 	runtime.Callers(3, pcs[:]) // runtime.Callers, log, Log/Warn/…
 	r := slog.NewRecord(now, level, msg, pcs[0])
 	r.Add(args...)
@@ -217,7 +228,7 @@ func (l *Logger) report(ctx context.Context, now time.Time, name string, c *caus
 	if c.suppressed == 0 || !l.logger.Enabled(ctx, c.level) {
 		return
 	}
-	r := slog.NewRecord(now, c.level, Message, 0)
+	r := slog.NewRecord(now, c.level, Message, c.pc)
 	r.AddAttrs(slog.String("cause", name), slog.String("message", c.msg),
 		slog.Int("suppressed", c.suppressed), slog.Duration("window", l.window))
 	_ = l.logger.Handler().Handle(ctx, r)

@@ -260,6 +260,28 @@ func TestLoggerSourceIsCaller(t *testing.T) {
 	}
 }
 
+// A report of suppressed lines names the call site of the lines it counts
+// as its source; it had none, and a handler with sources printed
+// source=.:0.
+func TestLoggerReportSourceIsCaller(t *testing.T) {
+	t.Parallel()
+	l, rec, clk := newLogger(0)
+	l.Warn("a", "m")
+	l.Warn("a", "m") // suppressed
+	clk.advance(3 * l.window)
+	l.Flush(context.Background())
+	rec.mu.Lock()
+	pcs := append([]uintptr(nil), rec.pcs...)
+	rec.mu.Unlock()
+	if len(pcs) != 2 {
+		t.Fatalf("%d records, want the line and its report", len(pcs))
+	}
+	f, _ := runtime.CallersFrames([]uintptr{pcs[1]}).Next()
+	if pcs[1] == 0 || filepath.Base(f.File) != "logthrottle_test.go" {
+		t.Errorf("report source %s:%d (pc %d), want this test file", f.File, f.Line, pcs[1])
+	}
+}
+
 // The caller's arguments are not modified when suppressed=N is added.
 func TestLoggerKeepsArgs(t *testing.T) {
 	t.Parallel()
