@@ -45,7 +45,7 @@ func TestReaderAndReadAllCaps(t *testing.T) {
 type blockedBody struct{ closed chan struct{} }
 
 func (b *blockedBody) Read([]byte) (int, error) { <-b.closed; return 0, errors.New("closed") }
-func (b *blockedBody) Close() error              { close(b.closed); return nil }
+func (b *blockedBody) Close() error             { close(b.closed); return nil }
 
 // TestReadAllEndsABlockedBody: ReadAll closes a body blocked in a read when
 // its context ends, and returns the context's error.
