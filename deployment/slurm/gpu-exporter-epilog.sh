@@ -50,6 +50,7 @@ trap 'exit 0' HUP INT TERM
 for file in "$dir"/*; do
 	name=${file##*/}
 	case $name in
+	nvidia[0-9]* | MIG-*) ;;    # a GPU by device node, a MIG slice by UUID
 	'' | *[!0-9.]*) continue ;; # not a GPU file (or no file at all)
 	esac
 	[ -f "$file" ] || continue

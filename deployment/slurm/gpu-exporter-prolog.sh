@@ -3,8 +3,12 @@
 # job holds, in the job-mapping directory gpu-exporter reads
 # (--hpc.job-mapping-dir; dcgm-exporter's --hpc-job-mapping-dir format).
 #
-# For each GPU index of the job it adds one line to the file named after the
-# index:   <job id> user=<user> partition=<partition>
+# For each GPU of the job it adds one line to the file naming the GPU:
+#          <job id> user=<user> partition=<partition>
+# The file is named after Slurm's GPU index ("3"), after the device node
+# ("nvidia3") when GPU_JOB_MAPPING_SLURM_INDEX=minor, or after the MIG
+# device UUID ("MIG-…") for a MIG slice; the exporter resolves each to its
+# GPU or MIG instance (docs/hpc.md, "Which name the prolog writes").
 # keeping the lines of other jobs sharing the GPU. Files are replaced
 # atomically (written to a dot-file, then renamed), so the exporter never
 # reads half a file. Install: see README.md.
@@ -20,6 +24,24 @@
 #   GPU_JOB_MAPPING_SYSLOG=no         log to stderr only, not through logger(1)
 #   GPU_JOB_MAPPING_LOCK_WAIT         seconds to wait for another prolog or
 #                                     epilog before breaking its lock (20)
+#   GPU_JOB_MAPPING_SLURM_INDEX       what Slurm's GPU index is: nvml (the
+#                                     default; gres.conf AutoDetect=nvml,
+#                                     where it is NVML's index) or minor
+#                                     (gres.conf File=/dev/nvidia[0-N]
+#                                     without AutoDetect, where it is the
+#                                     device minor number): see docs/hpc.md
+#   GPU_JOB_MAPPING_NVIDIA_CAPS       the driver's capability directory, where
+#                                     gpu<minor>/mig/gi<id> exist on a node
+#                                     with MIG instances
+#                                     (/proc/driver/nvidia/capabilities)
+#
+# MIG: Slurm counts each MIG slice as one GPU. SLURM_JOB_GPUS is then its
+# position in slurmd's list of MIG slices and whole GPUs, not a GPU index,
+# and CUDA_VISIBLE_DEVICES holds the slice's MIG UUID (gres_device->index
+# and ->unique_id in gres_common_prep_set_env, Slurm's
+# src/plugins/gres/common/gres_common.c). So a MIG UUID is recorded as its
+# own file, and on a node with MIG instances a bare number is recorded
+# nowhere (logged): it may name any GPU.
 #
 # It always exits 0: a failing Prolog drains the node and requeues the job
 # (Slurm's guide, "Failure Handling"); losing a label is the lesser harm.
@@ -50,9 +72,33 @@ if ! word "$job"; then
 	exit 0
 fi
 gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}
+# A MIG slice's UUID names it; its SLURM_JOB_GPUS number does not.
+case ${CUDA_VISIBLE_DEVICES:-} in *MIG-*) gpus=$CUDA_VISIBLE_DEVICES ;; esac
 # A job without GPUs; NoDevFiles is what Slurm sets when gres.conf names no
 # device files (src/plugins/gres/common/gres_common.c): no index to record.
 case $gpus in '' | NoDevFiles) exit 0 ;; esac
+
+index=${GPU_JOB_MAPPING_SLURM_INDEX:-nvml}
+case $index in
+nvml | minor) ;;
+*)
+	log "GPU_JOB_MAPPING_SLURM_INDEX='$index' is neither nvml nor minor; job $job not recorded"
+	exit 0
+	;;
+esac
+
+# MIG instances on this node (a MIG UUID in the job's list proves it):
+# Slurm's numbers count MIG slices.
+mig_node=no
+case $gpus in *MIG-*) mig_node=yes ;; esac
+set +f # this glob only
+for gi in "${GPU_JOB_MAPPING_NVIDIA_CAPS:-/proc/driver/nvidia/capabilities}"/gpu*/mig/gi*; do
+	if [ -e "$gi" ]; then
+		mig_node=yes
+		break
+	fi
+done
+set -f
 
 line=$job
 if [ "${GPU_JOB_MAPPING_FIELDS:-yes}" != no ]; then
@@ -88,19 +134,41 @@ set -- $gpus
 IFS=$old_ifs
 for gpu do
 	case $gpu in
-	'' | *[!0-9]*)
-		# CUDA_VISIBLE_DEVICES may hold GPU or MIG UUIDs; files name indices.
-		log "job $job: GPU id '$gpu' is not an index; not recorded"
+	MIG-????????-????-????-????-????????????)
+		case ${gpu#MIG-} in
+		*[!0-9a-fA-F-]*)
+			log "job $job: GPU id '$gpu' is not a MIG UUID; not recorded"
+			continue
+			;;
+		esac
+		name=$gpu
+		;;
+	MIG-GPU-*)
+		# Drivers before 470.42.01: Slurm writes MIG-GPU-<uuid>/<gi>/<ci>
+		# (_handle_mig in src/plugins/gpu/nvml/gpu_nvml.c), no file name.
+		log "job $job: legacy MIG id '$gpu' (driver before 470.42.01) names no mapping file; not recorded"
 		continue
 		;;
+	'' | *[!0-9]*)
+		log "job $job: GPU id '$gpu' is neither an index nor a MIG UUID; not recorded"
+		continue
+		;;
+	*)
+		if [ "$mig_node" = yes ]; then
+			log "job $job: GPU number '$gpu' on a node with MIG instances is Slurm's position among MIG slices and GPUs, not a GPU index; not recorded"
+			continue
+		fi
+		# 007 is GPU 7, written to file 7: the exporter, like dcgm-exporter,
+		# reads no file name with leading zeros (no $((…)): 08 is not octal).
+		while case $gpu in 0?*) true ;; *) false ;; esac do
+			gpu=${gpu#0}
+		done
+		name=$gpu
+		if [ "$index" = minor ]; then name=nvidia$gpu; fi
+		;;
 	esac
-	# 007 is GPU 7, written to file 7: the exporter, like dcgm-exporter,
-	# reads no file name with leading zeros (no $((…)): 08 is not octal).
-	while case $gpu in 0?*) true ;; *) false ;; esac do
-		gpu=${gpu#0}
-	done
-	file="$dir/$gpu"
-	tmp="$dir/.$gpu.$job.$$"
+	file="$dir/$name"
+	tmp="$dir/.$name.$job.$$"
 	# Other jobs' lines stay; a line of this job (a prolog run twice) is
 	# replaced.
 	if { if [ -f "$file" ]; then awk -v j="$job" '$1 != j' "$file"; fi; echo "$line"; } >"$tmp" &&

@@ -11,7 +11,9 @@
 //
 //   - a file is named after a GPU index ("0", "1") or a GPU index and a MIG
 //     GPU instance id joined by a dot ("2.0", "3.10"), the names matching
-//     ^\d+(\.\d+)?$; other names and directories are skipped;
+//     ^\d+(\.\d+)?$; other names and directories are skipped (gpu-exporter
+//     also reads "nvidia<minor>[.<gpu instance>]" and "MIG-<uuid>", see
+//     ParseName: dcgm-exporter skips them);
 //   - each line of a file holds one job id;
 //   - a GPU file attributes the GPU's series, a GPU.instance file the
 //     series of that MIG instance; a GPU in several jobs yields one series
@@ -84,11 +86,23 @@ type Job struct {
 	User, Partition string
 }
 
-// Key names what a mapping file attributes: a GPU by index, or one of its
-// MIG GPU instances (Instance >= 0).
+// Key names what a mapping file attributes: a GPU, or one of its MIG GPU
+// instances (Instance >= 0), by index (dcgm-exporter's names), by device
+// minor number (Minor), or a MIG device by its UUID (MIGUUID).
 type Key struct {
+	// GPU is the GPU's index, or its minor number when Minor is set; -1
+	// for a MIGUUID key.
 	GPU      int
 	Instance int // -1 for the whole GPU
+	// Minor is set for files named after the device node, "nvidia<minor>"
+	// or "nvidia<minor>.<gpu instance>": with gres.conf File=/dev/nvidia[…]
+	// Slurm numbers GPUs in device-file order, which is the minor number,
+	// not NVML's index (docs/hpc.md).
+	Minor bool
+	// MIGUUID is the MIG device UUID of a file named "MIG-<uuid>", with its
+	// hex digits in lower case: what Slurm puts in CUDA_VISIBLE_DEVICES for
+	// a MIG slice. GPU and Instance are -1.
+	MIGUUID string
 }
 
 // validName is dcgm-exporter's file-name rule (validGPUFile in its
@@ -100,11 +114,40 @@ var validName = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 const maxIndex = 1 << 16
 
 // ParseName reads a mapping file name: "3" is GPU 3, "3.1" MIG GPU
-// instance 1 of GPU 3. A number with leading zeros ("03", "3.01") names
-// nothing: dcgm-exporter compares the name with the gpu label as a string,
-// so it never matches such a file, and reading "00" as 0 here would let it
-// replace the jobs of "0".
+// instance 1 of GPU 3 (dcgm-exporter's names); "nvidia3" and "nvidia3.1"
+// are the same for the GPU whose minor number is 3; "MIG-<uuid>" is the
+// MIG device of that UUID. A number with leading zeros ("03", "3.01")
+// names nothing: dcgm-exporter compares the name with the gpu label as a
+// string, so it never matches such a file, and reading "00" as 0 here
+// would let it replace the jobs of "0".
 func ParseName(name string) (Key, bool) {
+	if rest, ok := strings.CutPrefix(name, "MIG-"); ok {
+		if !isUUID(rest) {
+			return Key{}, false
+		}
+		return Key{GPU: -1, Instance: -1, MIGUUID: migUUIDKey(name)}, true
+	}
+	rest, minor := strings.CutPrefix(name, "nvidia")
+	k, ok := parseIndexName(rest)
+	if !ok {
+		return Key{}, false
+	}
+	k.Minor = minor
+	return k, true
+}
+
+// migUUIDKey is the MIGUUID of a Key: "MIG-" and the UUID's hex digits in
+// lower case, as NVML writes them.
+func migUUIDKey(uuid string) string {
+	rest, ok := strings.CutPrefix(uuid, "MIG-")
+	if !ok {
+		return uuid
+	}
+	return "MIG-" + strings.ToLower(rest)
+}
+
+// parseIndexName reads "<n>" or "<n>.<gpu instance>".
+func parseIndexName(name string) (Key, bool) {
 	if !validName.MatchString(name) {
 		return Key{}, false
 	}
@@ -125,12 +168,41 @@ func ParseName(name string) (Key, bool) {
 	return k, true
 }
 
-// Name is the file name of k, the inverse of ParseName.
+// Name is the file name of k, the inverse of ParseName (a MIG UUID in
+// lower case).
 func (k Key) Name() string {
-	if k.Instance < 0 {
-		return strconv.Itoa(k.GPU)
+	if k.MIGUUID != "" {
+		return k.MIGUUID
 	}
-	return strconv.Itoa(k.GPU) + "." + strconv.Itoa(k.Instance)
+	s := strconv.Itoa(k.GPU)
+	if k.Minor {
+		s = "nvidia" + s
+	}
+	if k.Instance < 0 {
+		return s
+	}
+	return s + "." + strconv.Itoa(k.Instance)
+}
+
+// isUUID reports whether s is 8-4-4-4-12 hex digits, as NVML writes a MIG
+// UUID after "MIG-".
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ParseContent reads a mapping file's lines. It returns the jobs in file

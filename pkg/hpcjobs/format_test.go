@@ -17,14 +17,14 @@ func TestParseName(t *testing.T) {
 		want Key
 		ok   bool
 	}{
-		{"0", Key{0, -1}, true},
-		{"42", Key{42, -1}, true},
-		{"2.0", Key{2, 0}, true},
-		{"3.10", Key{3, 10}, true},
+		{"0", Key{GPU: 0, Instance: -1}, true},
+		{"42", Key{GPU: 42, Instance: -1}, true},
+		{"2.0", Key{GPU: 2, Instance: 0}, true},
+		{"3.10", Key{GPU: 3, Instance: 10}, true},
 		{"007", Key{}, false}, // dcgm-exporter matches the name as a string: "007" is no GPU's
 		{"00", Key{}, false},
 		{"3.01", Key{}, false},
-		{"0.0", Key{0, 0}, true},
+		{"0.0", Key{GPU: 0, Instance: 0}, true},
 		{"foo", Key{}, false},
 		{"bar.txt", Key{}, false},
 		{".gitkeep", Key{}, false},
@@ -40,6 +40,18 @@ func TestParseName(t *testing.T) {
 		{"٣", Key{}, false}, // an Arabic-Indic digit: \d in RE2 is ASCII only, as here
 		{"99999999999999999999999", Key{}, false},
 		{"0.99999999999999999999", Key{}, false},
+		// Device names and MIG UUIDs (issue 30, defects 3 and 4).
+		{"nvidia1", Key{GPU: 1, Instance: -1, Minor: true}, true},
+		{"nvidia3.7", Key{GPU: 3, Instance: 7, Minor: true}, true},
+		{"nvidia", Key{}, false},
+		{"nvidia01", Key{}, false},
+		{"nvidiactl", Key{}, false},
+		{"nvidia-uvm", Key{}, false},
+		{"MIG-51fa7c7a-4c41-59bf-b08a-9cb4b47525a7", Key{GPU: -1, Instance: -1, MIGUUID: "MIG-51fa7c7a-4c41-59bf-b08a-9cb4b47525a7"}, true},
+		{"MIG-51FA7C7A-4C41-59BF-B08A-9CB4B47525A7", Key{GPU: -1, Instance: -1, MIGUUID: "MIG-51fa7c7a-4c41-59bf-b08a-9cb4b47525a7"}, true},
+		{"MIG-51fa7c7a", Key{}, false},
+		{"MIG-GPU-51fa7c7a-4c41-59bf-b08a-9cb4b47525a7", Key{}, false},
+		{"GPU-51fa7c7a-4c41-59bf-b08a-9cb4b47525a7", Key{}, false},
 	} {
 		got, ok := ParseName(tc.name)
 		if ok != tc.ok || got != tc.want {

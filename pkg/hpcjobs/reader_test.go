@@ -251,7 +251,7 @@ func TestReaderJobsStartAndEnd(t *testing.T) {
 			t.Errorf("GPU %d jobs = %v, want %v", tc.gpu, got, tc.want)
 		}
 	}
-	if !slices.Equal(first.Keys(), []Key{{0, -1}}) {
+	if !slices.Equal(first.Keys(), []Key{{GPU: 0, Instance: -1}}) {
 		t.Errorf("the published table changed: %v", first.Keys())
 	}
 
@@ -465,7 +465,7 @@ func TestTableUnmatched(t *testing.T) {
 		{GPU: 0, Instance: 0}:  {{ID: "5"}}, // GPU 0 is not in MIG mode
 	})
 	inv := &source.Inventory{Entities: []source.Entity{*gpu(0), *gpu(1), *mig(1, 2, 0), *mig(1, 2, 1)}}
-	want := []Key{{0, 0}, {1, 3}, {8, -1}}
+	want := []Key{{GPU: 0, Instance: 0}, {GPU: 1, Instance: 3}, {GPU: 8, Instance: -1}}
 	if got := tab.Unmatched(inv); !slices.Equal(got, want) {
 		t.Errorf("Unmatched = %v, want %v", got, want)
 	}
@@ -474,6 +474,53 @@ func TestTableUnmatched(t *testing.T) {
 	}
 	if got := tab.Unmatched(nil); len(got) != 5 {
 		t.Errorf("no inventory: %v, want every key", got)
+	}
+}
+
+// Files named after the device node or a MIG UUID resolve to the GPU with
+// that minor number and the MIG instance with that UUID (issue 30, defects
+// 3 and 4). The node is the A100 node of issue 30 where the first GPU in
+// NVML order had minor number 1: nvidia1 is GPU 0, never GPU 1.
+func TestTableDeviceNamesAndMIGUUIDs(t *testing.T) {
+	t.Parallel()
+	const migA, migB = "MIG-51fa7c7a-4c41-59bf-b08a-9cb4b47525a7", "MIG-27b1a30b-e164-5ba8-9904-9d949f65d8e4"
+	g0 := &source.Entity{Kind: source.GPU, GPU: 0, Device: "nvidia1", GPUInstance: -1, ComputeInstance: -1}
+	g1 := &source.Entity{Kind: source.GPU, GPU: 1, Device: "nvidia0", GPUInstance: -1, ComputeInstance: -1}
+	m1 := &source.Entity{Kind: source.GPUInstance, GPU: 1, Device: "nvidia0", GPUInstance: 1, ComputeInstance: -1, MIGUUID: migA}
+	m5 := &source.Entity{Kind: source.GPUInstance, GPU: 1, Device: "nvidia0", GPUInstance: 5, ComputeInstance: -1, MIGUUID: strings.ToUpper(migB[4:])}
+	m5.MIGUUID = "MIG-" + m5.MIGUUID
+	link := &source.Entity{Kind: source.NVLink, GPU: 0, Device: "nvidia1", Link: 3}
+	tab := NewTable(map[Key][]Job{
+		{GPU: 1, Instance: -1, Minor: true}:                                          {{ID: "10"}},
+		{GPU: 0, Instance: -1}:                                                       {{ID: "9"}, {ID: "10"}}, // the same job through its index: listed once
+		{GPU: 0, Instance: 5, Minor: true}:                                           {{ID: "11"}},
+		{GPU: -1, Instance: -1, MIGUUID: migA}:                                       {{ID: "12"}},
+		{GPU: -1, Instance: -1, MIGUUID: migB}:                                       {{ID: "13"}},
+		{GPU: 7, Instance: -1, Minor: true}:                                          {{ID: "14"}}, // no such device
+		{GPU: -1, Instance: -1, MIGUUID: "MIG-00000000-0000-0000-0000-000000000000"}: {{ID: "15"}},
+	})
+	for _, tc := range []struct {
+		e    *source.Entity
+		want []string
+	}{
+		{g0, []string{"9", "10"}},
+		{g1, nil},
+		{link, []string{"9", "10"}},
+		{m1, []string{"12"}},
+		{m5, []string{"11", "13"}},
+	} {
+		if got := ids(tab.Jobs(tc.e)); !slices.Equal(got, tc.want) {
+			t.Errorf("Jobs(%s gpu %d gi %d) = %v, want %v", tc.e.Kind, tc.e.GPU, tc.e.GPUInstance, got, tc.want)
+		}
+	}
+	inv := &source.Inventory{Entities: []source.Entity{*g0, *g1, *m1, *m5}}
+	want := []string{"nvidia7", "MIG-00000000-0000-0000-0000-000000000000"}
+	var got []string
+	for _, k := range tab.Unmatched(inv) {
+		got = append(got, k.Name())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Unmatched = %v, want %v", got, want)
 	}
 }
 

@@ -24,9 +24,7 @@ func NewTable(files map[Key][]Job) *Table {
 			continue
 		}
 		js := slices.Clone(jobs)
-		slices.SortStableFunc(js, func(a, b Job) int {
-			return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), strings.Compare(a.ID, b.ID)) // numeric order for decimal ids
-		})
+		slices.SortStableFunc(js, compareJobs)
 		if t.byKey == nil {
 			t.byKey = map[Key][]Job{}
 		}
@@ -37,27 +35,90 @@ func NewTable(files map[Key][]Job) *Table {
 
 // Jobs returns the jobs holding entity e, sorted by id: for a GPU the jobs
 // of its index's file, for a MIG instance those of its
-// <GPU index>.<GPU instance id> file, as dcgm-exporter matches them. A
-// GPU's NVLinks are held with the GPU, as the kubelet's table holds them
-// (podresources.Table.Holders); an NVSwitch and its ports have no job. A
-// whole-GPU file does not attribute the GPU's MIG instances, nor the
-// reverse. The result is shared: do not modify it. Safe for concurrent use
-// and on a nil *Table.
+// <GPU index>.<GPU instance id> file, as dcgm-exporter matches them, and
+// those of the files naming it by device minor number
+// ("nvidia<minor>[.<gpu instance>]", from the entity's Device) or, for a
+// MIG instance, by MIG UUID. A GPU's NVLinks are held with the GPU, as the
+// kubelet's table holds them (podresources.Table.Holders); an NVSwitch and
+// its ports have no job. A whole-GPU file does not attribute the GPU's MIG
+// instances, nor the reverse. The result is shared: do not modify it.
+// Safe for concurrent use and on a nil *Table.
 func (t *Table) Jobs(e *source.Entity) []Job {
 	if t == nil || e == nil || len(t.byKey) == 0 {
 		return nil
 	}
-	switch e.Kind {
-	case source.GPU:
-		return t.byKey[Key{GPU: e.GPU, Instance: -1}]
-	case source.GPUInstance:
-		return t.byKey[Key{GPU: e.GPU, Instance: e.GPUInstance}]
-	case source.NVLink:
-		if e.Parent == source.GPU {
-			return t.byKey[Key{GPU: e.GPU, Instance: -1}]
+	if e.Kind == source.NVLink && e.Parent != source.GPU {
+		return nil
+	}
+	var found [3][]Job
+	n := 0
+	for _, k := range entityKeys(e) {
+		if jobs := t.byKey[k]; len(jobs) > 0 {
+			found[n] = jobs
+			n++
 		}
 	}
-	return nil
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		return found[0]
+	}
+	// Two files name one GPU (an index file and a device-name file): each
+	// job once, sorted as NewTable sorts.
+	var all []Job
+	seen := map[string]bool{}
+	for _, jobs := range found[:n] {
+		for _, j := range jobs {
+			if !seen[j.ID] {
+				seen[j.ID] = true
+				all = append(all, j)
+			}
+		}
+	}
+	slices.SortStableFunc(all, compareJobs)
+	return all
+}
+
+// entityKeys are the keys of the files that name e: by index, by minor
+// number, and for a MIG instance by MIG UUID. An NVLink answers to its
+// GPU's keys.
+func entityKeys(e *source.Entity) []Key {
+	minor, hasMinor := deviceMinor(e.Device)
+	var keys []Key
+	switch e.Kind {
+	case source.GPU, source.NVLink:
+		keys = append(keys, Key{GPU: e.GPU, Instance: -1})
+		if hasMinor {
+			keys = append(keys, Key{GPU: minor, Instance: -1, Minor: true})
+		}
+	case source.GPUInstance:
+		keys = append(keys, Key{GPU: e.GPU, Instance: e.GPUInstance})
+		if hasMinor {
+			keys = append(keys, Key{GPU: minor, Instance: e.GPUInstance, Minor: true})
+		}
+		if e.MIGUUID != "" {
+			keys = append(keys, Key{GPU: -1, Instance: -1, MIGUUID: migUUIDKey(e.MIGUUID)})
+		}
+	}
+	return keys
+}
+
+// deviceMinor parses a device node name "nvidia<minor>".
+func deviceMinor(device string) (int, bool) {
+	s, ok := strings.CutPrefix(device, "nvidia")
+	if !ok {
+		return 0, false
+	}
+	k, ok := parseIndexName(s)
+	if !ok || k.Instance >= 0 {
+		return 0, false
+	}
+	return k.GPU, true
+}
+
+func compareJobs(a, b Job) int {
+	return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), strings.Compare(a.ID, b.ID)) // numeric order for decimal ids
 }
 
 // Equal reports whether two tables hold the same jobs on the same GPUs.
@@ -83,11 +144,26 @@ func (t *Table) JobCount() int {
 	return len(ids)
 }
 
-// Keys returns the GPUs and MIG instances that have jobs, sorted.
+// Keys returns the GPUs and MIG instances that have jobs, sorted: index
+// files, then device-name files, then MIG UUID files.
 func (t *Table) Keys() []Key {
 	keys := slices.Collect(maps.Keys(t.entries()))
-	slices.SortFunc(keys, func(a, b Key) int { return cmp.Or(cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Instance, b.Instance)) })
+	slices.SortFunc(keys, func(a, b Key) int {
+		return cmp.Or(strings.Compare(a.MIGUUID, b.MIGUUID), cmpBool(a.Minor, b.Minor),
+			cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Instance, b.Instance))
+	})
 	return keys
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
 }
 
 // Unmatched returns the keys with jobs that no entity of inv answers to
@@ -101,11 +177,10 @@ func (t *Table) Unmatched(inv *source.Inventory) []Key {
 	known := map[Key]bool{}
 	if inv != nil {
 		for i := range inv.Entities {
-			switch e := &inv.Entities[i]; e.Kind {
-			case source.GPU:
-				known[Key{GPU: e.GPU, Instance: -1}] = true
-			case source.GPUInstance:
-				known[Key{GPU: e.GPU, Instance: e.GPUInstance}] = true
+			if e := &inv.Entities[i]; e.Kind == source.GPU || e.Kind == source.GPUInstance {
+				for _, k := range entityKeys(e) {
+					known[k] = true
+				}
 			}
 		}
 	}

@@ -21,7 +21,8 @@ const (
 	// IDTypeAuto accepts every form below.
 	IDTypeAuto IDType = iota
 	// IDTypeUID accepts device-plugin ids: GPU and MIG UUIDs, the legacy
-	// MIG-GPU-<uuid>/<gi>/<ci> form, "::N" replicas and index ids.
+	// MIG-GPU-<uuid>/<gi>/<ci> form, "::N" replicas, HAMi's and Volcano's
+	// "<GPU uuid>-<n>" slots and index ids.
 	IDTypeUID
 	// IDTypeDeviceName accepts device node names (nvidiaN) and GKE's
 	// nvidiaN/giM and /vgpuN forms.
@@ -65,31 +66,61 @@ type DeviceKind uint8
 const (
 	// KindUnknown is the zero DeviceKind; ParseDeviceID never returns it.
 	KindUnknown DeviceKind = iota
-	// KindGPUUUID is "GPU-<uuid>", optionally "::<replica>" (time-slicing, MPS).
+	// KindGPUUUID is "GPU-<uuid>", optionally "::<replica>" (time-slicing, MPS):
+	// NVIDIA's k8s-device-plugin, dev.ID = uuid in internal/rm/devices.go and
+	// the replica as fmt.Sprintf("%s::%d", id, replica) in AnnotatedID there
+	// (NVIDIA/k8s-device-plugin@1b826acc).
 	KindGPUUUID
-	// KindMIGUUID is "MIG-<uuid>", optionally "::<replica>".
+	// KindMIGUUID is "MIG-<uuid>", optionally "::<replica>": the same plugin
+	// with mig-strategy single or mixed (the MIG device's UUID as dev.ID).
 	KindMIGUUID
 	// KindLegacyMIG is "MIG-GPU-<uuid>/<gi>/<ci>" (drivers before R470).
 	KindLegacyMIG
-	// KindIndex is a GPU index, "0", optionally "::<replica>".
+	// KindIndex is a GPU index, "0", optionally "::<replica>": NVIDIA's
+	// k8s-device-plugin with --device-id-strategy=index (dev.Index,
+	// internal/rm/devices.go).
 	KindIndex
-	// KindMIGIndex is "<gpu index>:<mig device index>". The MIG device index
-	// is NVML's enumeration index, not the GPU instance id.
+	// KindMIGIndex is "<gpu index>:<mig device index>", the same plugin's
+	// index strategy for MIG devices (fmt.Sprintf("%v:%v", i, j) in
+	// internal/rm/nvml_devices.go). The MIG device index is NVML's
+	// enumeration index, not the GPU instance id.
 	KindMIGIndex
-	// KindDeviceName is "nvidia<minor>", GKE's "nvidia<minor>/vgpu<replica>".
+	// KindDeviceName is "nvidia<minor>" or, with time-sharing,
+	// "nvidia<minor>/vgpu<replica>": GKE's device plugin
+	// (fmt.Sprintf("nvidia%d", minor) and fmt.Sprintf("%s/vgpu%d", device.ID, i)
+	// in pkg/gpu/nvidia/manager.go,
+	// GoogleCloudPlatform/container-engine-accelerators@992db812).
 	KindDeviceName
-	// KindGKEMIG is GKE's "nvidia<minor>/gi<gi>", optionally "/vgpu<replica>".
+	// KindGKEMIG is GKE's "nvidia<minor>/gi<gi>", optionally "/vgpu<replica>"
+	// ("nvidia" + gpuID + "/" + giFile.Name() in pkg/gpu/nvidia/mig/mig.go,
+	// gpuID being the <minor> of /proc/driver/nvidia/capabilities/gpu<minor>).
 	KindGKEMIG
-	// KindDRAGPU is the NVIDIA DRA driver's "gpu-<minor>".
+	// KindDRAGPU is the NVIDIA DRA driver's "gpu-<minor>"
+	// (fmt.Sprintf("gpu-%d", d.minor) in cmd/gpu-kubelet-plugin/deviceinfo.go,
+	// NVIDIA/k8s-dra-driver-gpu@22407113).
 	KindDRAGPU
 	// KindDRAMIG is the NVIDIA DRA driver's MIG device name: current drivers
 	// write "gpu-<minor>-mig-<profile>-<profile id>-<placement start>"
+	// (cmd/gpu-kubelet-plugin/mig.go there)
 	// (profile "1g.10gb" written "1g10gb"); early ones wrote
 	// "gpu-<minor>-mig-<profile id>-<placement start>-<placement size>".
 	KindDRAMIG
-	// KindDRAVFIO is the NVIDIA DRA driver's "gpu-vfio-<index>", a GPU bound
-	// to vfio-pci for a VM; no GPU telemetry source sees it.
+	// KindDRAVFIO is the NVIDIA DRA driver's "gpu-vfio-<index>"
+	// (deviceinfo.go there), a GPU bound to vfio-pci for a VM; no GPU
+	// telemetry source sees it.
 	KindDRAVFIO
+	// KindGPUSplit is "GPU-<uuid>-<n>", slot n of a GPU a vGPU plugin splits
+	// into DeviceSplitCount devices: HAMi's device plugin under
+	// nvidia.com/gpu (fmt.Sprintf("%v-%v", dev.ID, i) in GetPluginDevices,
+	// pkg/device-plugin/nvidiadevice/nvinternal/rm/devices.go,
+	// Project-HAMi/HAMi@4707fb02) and Volcano's vGPU device plugin under
+	// volcano.sh/vgpu-number (the same form in apiDevices,
+	// pkg/plugin/server.go, Project-HAMi/volcano-vgpu-device-plugin@4fb76ba1).
+	// Both plugins decide the real GPU from a pod annotation written by
+	// their scheduler, not from the id the kubelet picked (see
+	// docs/shared-gpus.md); the id names the GPU only where the plugin
+	// steers the kubelet's choice or the node has one GPU.
+	KindGPUSplit
 )
 
 // String names the kind.
@@ -115,6 +146,8 @@ func (k DeviceKind) String() string {
 		return "dra-mig"
 	case KindDRAVFIO:
 		return "dra-vfio"
+	case KindGPUSplit:
+		return "gpu-split"
 	default:
 		return "unknown"
 	}
@@ -123,8 +156,9 @@ func (k DeviceKind) String() string {
 // DeviceID is a parsed device id. Integer fields not used by Kind are -1.
 type DeviceID struct {
 	Kind DeviceKind
-	// UUID is "GPU-<uuid>" (KindGPUUUID, and the parent of KindLegacyMIG) or
-	// "MIG-<uuid>" (KindMIGUUID), in the case it was written in.
+	// UUID is "GPU-<uuid>" (KindGPUUUID, KindGPUSplit, and the parent of
+	// KindLegacyMIG) or "MIG-<uuid>" (KindMIGUUID), in the case it was
+	// written in.
 	UUID string
 	// GPU is the GPU index (KindIndex, KindMIGIndex, KindDRAVFIO) or the
 	// device minor number (KindDeviceName, KindGKEMIG, KindDRAGPU, KindDRAMIG).
@@ -142,7 +176,8 @@ type DeviceID struct {
 	ProfileID      int
 	PlacementStart int
 	PlacementSize  int
-	// Replica is the shared-device replica ("::N", "/vgpuN"), -1 if none.
+	// Replica is the shared-device replica ("::N", "/vgpuN", the slot n of
+	// KindGPUSplit), -1 if none.
 	Replica int
 }
 
@@ -165,6 +200,8 @@ func (d DeviceID) String() string {
 		s = "nvidia" + strconv.Itoa(d.GPU)
 	case KindGKEMIG:
 		s = "nvidia" + strconv.Itoa(d.GPU) + "/gi" + strconv.Itoa(d.GPUInstance)
+	case KindGPUSplit:
+		return d.UUID + "-" + strconv.Itoa(d.Replica)
 	case KindDRAGPU:
 		return "gpu-" + strconv.Itoa(d.GPU)
 	case KindDRAVFIO:
@@ -237,6 +274,10 @@ func parseDeviceID(id string, idType IDType) (DeviceID, string) {
 	return d, ""
 }
 
+// splitAt is where the "-<n>" of a KindGPUSplit id starts: after "GPU-"
+// and the 36 characters of the UUID.
+const splitAt = len("GPU-") + 36
+
 // parseUID parses the device-plugin forms; it returns a reason on failure.
 func parseUID(id string, d *DeviceID) string {
 	base := id
@@ -263,6 +304,18 @@ func parseUID(id string, d *DeviceID) string {
 			return "legacy MIG GPU or compute instance is not a number"
 		}
 		d.Kind, d.UUID, d.GPUInstance, d.ComputeInstance = KindLegacyMIG, parts[0], gi, ci
+	case strings.HasPrefix(base, "GPU-") && len(base) > splitAt && base[splitAt] == '-':
+		if d.Replica >= 0 {
+			return "a split GPU slot \"-<n>\" with a \"::\" replica"
+		}
+		if !isUUID(base[4:splitAt]) {
+			return "UUID is not 8-4-4-4-12 hex digits"
+		}
+		n, ok := number(base[splitAt+1:])
+		if !ok {
+			return "split GPU slot after the UUID is not \"-<number>\""
+		}
+		d.Kind, d.UUID, d.Replica = KindGPUSplit, base[:splitAt], n
 	case strings.HasPrefix(base, "GPU-"), strings.HasPrefix(base, "MIG-"):
 		if !isUUID(base[4:]) {
 			return "UUID is not 8-4-4-4-12 hex digits"

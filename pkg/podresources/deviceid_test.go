@@ -60,6 +60,9 @@ func TestParseDeviceID(t *testing.T) {
 		{"dra mig early form", "gpu-1-mig-9-4-2", IDTypeDRA,
 			id(KindDRAMIG, func(d *DeviceID) { d.GPU, d.ProfileID, d.PlacementStart, d.PlacementSize = 1, 9, 4, 2 })},
 		{"dra vfio", "gpu-vfio-2", IDTypeDRA, id(KindDRAVFIO, func(d *DeviceID) { d.GPU = 2 })},
+		// HAMi and Volcano vGPU: "<GPU uuid>-<slot>" (issue 30, defect 2).
+		{"hami split slot", uuid0 + "-0", IDTypeUID, id(KindGPUSplit, func(d *DeviceID) { d.UUID, d.Replica = uuid0, 0 })},
+		{"hami split slot 17", uuid1 + "-17", IDTypeAuto, id(KindGPUSplit, func(d *DeviceID) { d.UUID, d.Replica = uuid1, 17 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +126,12 @@ func TestParseDeviceIDErrors(t *testing.T) {
 		{"index under dra", "0", IDTypeDRA},
 		{"unknown id type", uuid0, IDType(99)},
 		{"too long", "GPU-" + strings.Repeat("a", 300), IDTypeAuto},
+		{"split slot empty", uuid0 + "-", IDTypeAuto},
+		{"split slot leading zero", uuid0 + "-01", IDTypeAuto},
+		{"split slot with replica", uuid0 + "-1::2", IDTypeAuto},
+		{"split slot of a mig uuid", mig0 + "-1", IDTypeAuto},
+		{"volcano memory unit", uuid0 + "-memory-3", IDTypeAuto},
+		{"split slot under device-name", uuid0 + "-1", IDTypeDeviceName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +175,7 @@ func FuzzParseDeviceID(f *testing.F) {
 		uuid0, uuid0 + "::3", mig0, mig0 + "::1", "MIG-" + uuid0 + "/7/0", "0", "13", "1:3",
 		"nvidia0", "nvidia3/vgpu1", "nvidia0/gi1", "nvidia0/gi1/vgpu2",
 		"gpu-0", "gpu-0-mig-1g10gb-19-0", "gpu-0-mig-9-0-1", "gpu-vfio-1", "", "::", "GPU-", "nvidia0/gi",
+		uuid0 + "-3", uuid0 + "-3::1",
 	} {
 		for typ := range uint8(5) {
 			f.Add(s, typ)

@@ -29,7 +29,8 @@ type Holder struct {
 	// not another container holds another replica right now.
 	Shared bool
 	// VGPU is the replica of a shared GPU the container holds: N of
-	// "GPU-…::N" (time-slicing, MPS) or GKE's "/vgpuN", empty otherwise. It
+	// "GPU-…::N" (time-slicing, MPS), GKE's "/vgpuN" or HAMi's and
+	// Volcano's "GPU-…-N" slot, empty otherwise. It
 	// is the value of dcgm-exporter's vgpu label (its getSharedGPU in
 	// internal/pkg/transformation/kubernetes.go). A container holding
 	// several replicas of one device keeps the lowest.
@@ -234,7 +235,7 @@ type (
 // names, ids that did not parse).
 func indexKey(id DeviceID) any {
 	switch id.Kind {
-	case KindGPUUUID:
+	case KindGPUUUID, KindGPUSplit:
 		return gpuUUIDKey(uuidKey(id.UUID))
 	case KindMIGUUID:
 		return migUUIDKey(uuidKey(id.UUID))
@@ -289,7 +290,7 @@ func cmpBool(a, b bool) int {
 // Holders returns every container holding entity e, sorted by namespace,
 // pod and container, one holder per container (a container holding the
 // entity through several ids or resources is listed once). A GPU entity is matched by
-// its UUID (and "::N" replicas of it), its index and its nvidiaN device
+// its UUID (and "::N" replicas and "-N" split slots of it), its index and its nvidiaN device
 // name (also the DRA name gpu-<minor>); a GPU instance entity by its MIG
 // UUID, the legacy MIG-GPU-<uuid>/<gi>/<ci> id and GKE's nvidiaN/giM. An id
 // of a whole GPU never attributes that GPU's MIG instances, nor the reverse.

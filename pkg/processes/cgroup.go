@@ -23,6 +23,15 @@ type Owner struct {
 // Host reports whether the process runs outside every pod.
 func (o Owner) Host() bool { return o.PodUID == "" }
 
+// deletedSuffix is what the kernel appends to a unified-hierarchy path
+// whose cgroup was removed while the process lingers (a zombie, or a
+// process the runtime has not reaped yet): proc_cgroup_show in
+// kernel/cgroup/cgroup.c writes " (deleted)" after the path when
+// cgroup_on_dfl(cgrp) && cgroup_is_dead(cgrp) (torvalds/linux@5ab3ecd4,
+// GPL-2.0). The path before it is still the cgroup's, so the pod and
+// container are read from it.
+const deletedSuffix = " (deleted)"
+
 // errNoCgroup reports an empty /proc/<pid>/cgroup: the kernel writes one
 // line per hierarchy, so an empty file means the process is exiting.
 var errNoCgroup = errors.New("empty cgroup file")
@@ -70,6 +79,7 @@ func ParseCgroup(content []byte) (Owner, error) {
 	for i, line := range lines {
 		id, rest, ok1 := strings.Cut(line, ":")
 		_, path, ok2 := strings.Cut(rest, ":")
+		path = strings.TrimSuffix(path, deletedSuffix)
 		if !ok1 || !ok2 || id == "" || !strings.HasPrefix(path, "/") {
 			return Owner{}, fmt.Errorf("cgroup line %d: %q is not hierarchy-ID:controllers:path", i+1, line)
 		}

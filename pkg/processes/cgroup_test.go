@@ -75,6 +75,11 @@ func TestParseCgroup(t *testing.T) {
 		// Processes in the pod cgroup itself, or below the container.
 		{"pod level", "0::/kubepods/burstable/pod" + uid + "\n", Owner{PodUID: uid}},
 		{"sub-cgroup of container", "0::/kubepods.slice/kubepods-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope/app\n", pod},
+		// A removed cgroup (issue 30, defect 6): the kernel appends
+		// " (deleted)" on the unified hierarchy (proc_cgroup_show).
+		{"v2 deleted systemd containerd", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidUnder + ".slice/cri-containerd-" + cid + ".scope (deleted)\n", pod},
+		{"v2 deleted cgroupfs", "0::/kubepods/besteffort/pod" + uid + "/" + cid + " (deleted)\n", pod},
+		{"hybrid deleted unified", "0::/kubepods/pod" + uid + "/" + cid + " (deleted)\n" + v1("/kubepods/pod"+uid+"/"+cid), pod},
 		// Host processes.
 		{"host v2 root", "0::/\n", Owner{}},
 		{"host systemd service", "0::/system.slice/nvidia-persistenced.service\n", Owner{}},

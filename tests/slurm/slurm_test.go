@@ -57,6 +57,9 @@ func (n *node) run(script string, env ...string) string {
 		"GPU_EXPORTER_HPC_JOB_MAPPING_DIR=" + n.dir,
 		"GPU_JOB_MAPPING_SYSLOG=no",
 		"GPU_JOB_MAPPING_LOCK_WAIT=1",
+		// No MIG instances unless a test creates them: the host's own
+		// driver state must not change what the scripts do.
+		"GPU_JOB_MAPPING_NVIDIA_CAPS=" + filepath.Join(n.dir+".caps", "none"),
 	}, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -185,15 +188,31 @@ func TestPrologForms(t *testing.T) {
 			want: map[string]string{"0": "7\n"}},
 		{name: "a user with a blank is left out", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_USER=a b", "SLURM_JOB_PARTITION=gpu", "SLURM_JOB_GPUS=0"},
 			want: map[string]string{"0": "7 partition=gpu\n"}},
-		{name: "UUIDs are skipped", env: []string{"SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=GPU-8f1c2d3e,1,MIG-abc"},
-			want: map[string]string{"1": "7\n"}, stder: "'GPU-8f1c2d3e' is not an index"},
+		{name: "GPU UUIDs are skipped", env: []string{"SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=GPU-8f1c2d3e,1"},
+			want: map[string]string{"1": "7\n"}, stder: "'GPU-8f1c2d3e' is neither an index nor a MIG UUID"},
+		// MIG (issue 30, defect 3): the MIG UUID of CUDA_VISIBLE_DEVICES
+		// names the slice, never SLURM_JOB_GPUS' number; on a MIG node a
+		// bare number names no GPU.
+		{name: "MIG slice by UUID, not by Slurm's number", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=2", "CUDA_VISIBLE_DEVICES=MIG-6c80966f-629d-5379-803b-55424fc1a0bc"},
+			want: map[string]string{"MIG-6c80966f-629d-5379-803b-55424fc1a0bc": "7\n"}},
+		{name: "a bad MIG UUID is skipped", env: []string{"SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=MIG-6c80966f-629d-5379-803b-55424fc1a0bz,MIG-abc"},
+			want: map[string]string{}, stder: "'MIG-6c80966f-629d-5379-803b-55424fc1a0bz' is not a MIG UUID"},
+		{name: "legacy MIG id is skipped", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=0", "CUDA_VISIBLE_DEVICES=MIG-GPU-838f60d9-651f-9166-ea42-f9da674a6947/1/0"},
+			want: map[string]string{}, stder: "legacy MIG id"},
+		{name: "a number next to a MIG UUID is skipped", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=0,3", "CUDA_VISIBLE_DEVICES=MIG-6c80966f-629d-5379-803b-55424fc1a0bc,3"},
+			want: map[string]string{"MIG-6c80966f-629d-5379-803b-55424fc1a0bc": "7\n"}, stder: "'3' on a node with MIG instances"},
+		// gres.conf File= (issue 30, defect 4): Slurm's number is the minor.
+		{name: "minor numbering writes device names", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=0,01", "GPU_JOB_MAPPING_SLURM_INDEX=minor"},
+			want: map[string]string{"nvidia0": "7\n", "nvidia1": "7\n"}},
+		{name: "unknown numbering: nothing written", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=0", "GPU_JOB_MAPPING_SLURM_INDEX=pci"},
+			want: map[string]string{}, stder: "neither nvml nor minor"},
 		{name: "leading zeros", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=08,00"}, want: map[string]string{"8": "7\n", "0": "7\n"}},
 		// Slurm sets NoDevFiles when gres.conf names no device files
 		// (common_gres_set_env in src/plugins/gres/common/gres_common.c):
 		// no GPU to record, and nothing to log for every job.
 		{name: "NoDevFiles in CUDA_VISIBLE_DEVICES", env: []string{"SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=NoDevFiles"}, want: map[string]string{}, quiet: true},
 		{name: "NoDevFiles in SLURM_JOB_GPUS", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=NoDevFiles"}, want: map[string]string{}, quiet: true},
-		{name: "a glob is no GPU", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=*"}, want: map[string]string{}, stder: "'*' is not an index"},
+		{name: "a glob is no GPU", env: []string{"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=*"}, want: map[string]string{}, stder: "'*' is neither an index nor a MIG UUID"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,4 +291,93 @@ func TestPrologUnwritableDirectory(t *testing.T) {
 		}
 		n.run("epilog", "SLURM_JOB_ID=5")
 	})
+}
+
+// TestPrologEnvCorpus runs the prolog over every file of
+// testdata/prolog-env: the environment slurmd gives a Prolog on whole-GPU,
+// MIG and mixed nodes (see its README). The files it writes are read back
+// with the exporter's reader, and the epilog removes them. Adding a capture
+// is adding a file.
+func TestPrologEnvCorpus(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "prolog-env", "*.env"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no corpus files: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var env, caps, logs []string
+			want := map[string]string{}
+			for _, line := range strings.Split(string(data), "\n") {
+				switch {
+				case strings.HasPrefix(line, "# caps "):
+					caps = append(caps, strings.TrimPrefix(line, "# caps "))
+				case strings.HasPrefix(line, "# want "):
+					file, content, _ := strings.Cut(strings.TrimPrefix(line, "# want "), " ")
+					want[file] += content + "\n"
+				case strings.HasPrefix(line, "# log "):
+					logs = append(logs, strings.TrimPrefix(line, "# log "))
+				case strings.HasPrefix(line, "# setting "):
+					env = append(env, strings.TrimPrefix(line, "# setting "))
+				case line == "" || strings.HasPrefix(line, "#"):
+				default:
+					env = append(env, line)
+				}
+			}
+			forEachShell(t, func(t *testing.T, n *node) {
+				capsDir := filepath.Join(t.TempDir(), "capabilities")
+				for _, c := range caps {
+					if err := os.MkdirAll(filepath.Join(capsDir, c), 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				stderr := n.run("prolog", append(env, "GPU_JOB_MAPPING_NVIDIA_CAPS="+capsDir)...)
+				n.expect("prolog", want)
+				for _, l := range logs {
+					if !strings.Contains(stderr, l) {
+						t.Errorf("stderr %q, want %q", stderr, l)
+					}
+				}
+				if len(want) > 0 {
+					var names []string
+					for _, k := range n.table().Keys() {
+						names = append(names, k.Name())
+					}
+					wantNames := slices.Sorted(maps.Keys(want))
+					slices.Sort(names)
+					if !slices.Equal(names, wantNames) {
+						t.Errorf("exporter reads files %v, want %v", names, wantNames)
+					}
+				}
+				var job string
+				for _, e := range env {
+					if v, ok := strings.CutPrefix(e, "SLURM_JOB_ID="); ok {
+						job = v
+					}
+				}
+				n.run("epilog", "SLURM_JOB_ID="+job)
+				if len(want) > 0 {
+					n.expect("epilog", map[string]string{})
+				}
+			})
+		})
+	}
+}
+
+// table reads the directory with the exporter's reader.
+func (n *node) table() *hpcjobs.Table {
+	n.t.Helper()
+	r, err := hpcjobs.New(hpcjobs.Config{Dir: n.dir, RefreshInterval: time.Hour}, nil, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := r.Refresh(context.Background()); err != nil {
+		n.t.Fatal(err)
+	}
+	return r.Table()
 }
