@@ -1,8 +1,12 @@
 package dashboards
 
 import (
+	"strings"
+
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/gpu-exporter/gpu-exporter/rules"
 )
 
 // GPU resources of kube-state-metrics v2 (resource names sanitized), as in
@@ -91,7 +95,9 @@ func ClusterOverview(o Options) (dashboard.Dashboard, error) {
 		description: "The ten hottest GPUs now, with their distance to the temperature at which each slows its clocks (gpu_temperature_slowdown_celsius; blank where the GPU reports none). Node and GPU link to the detail dashboard.",
 		queries: []query{
 			{expr: `topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
-			{expr: `max without (` + o.podLabels() + `) (gpu_temperature_slowdown_celsius{` + cn + `}) - topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
+			// By the labels gpu:* recordings keep (rules.GPULabels), so
+			// the two sides match one to one.
+			{expr: `max by (` + strings.Join(rules.GPULabels(), ", ") + `) (gpu_temperature_slowdown_celsius{` + cn + `}) - topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
 		}},
 		[]column{{field: "node", link: detailLink("GPUs of this node", "node", "")},
 			{field: "gpu", title: "GPU", link: detailLink("This GPU", "node", "GPU")},

@@ -145,6 +145,8 @@ func RenderFile(name string, src []byte, p Params) (*File, error) {
 				return []byte(DefaultNamespaceLabel)
 			}
 			return []byte(p.NamespaceLabel)
+		case gpuLabelsKey:
+			return []byte(gpuLabelsText())
 		}
 		v, ok := p.Thresholds[key]
 		if !ok {

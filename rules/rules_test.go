@@ -21,8 +21,10 @@ import (
 const (
 	runbooksPath = "../docs/runbooks.md"
 	runbookBase  = "https://github.com/gpu-exporter/gpu-exporter/blob/main/docs/runbooks.md"
+	// chartDir is the Helm chart that embeds the rules.
+	chartDir = "../deployment/helm/gpu-exporter"
 	// chartValues holds the defaults of the tunable rule values.
-	chartValues = "../deployment/helm/gpu-exporter/values.yaml"
+	chartValues = chartDir + "/values.yaml"
 	// tunedValues is the tuned set that rules/tests/tuned/ tests.
 	tunedValues = "tests/tuned/values.yaml"
 	// namespaceValues sets monitoring.namespaceLabel: exported_namespace,
@@ -210,6 +212,9 @@ func TestRuleFilesAreGenerated(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("rules/%s is not what rules/%s renders with the chart's defaults: run `make rules`", s.Out, s.Source)
 		}
+	}
+	if got := readFile(t, filepath.Join(chartDir, rules.ChartHelperFile)); !bytes.Equal(got, rules.ChartHelper()) {
+		t.Errorf("the chart's %s is not what rules.ChartHelper writes: run `make rules`", rules.ChartHelperFile)
 	}
 }
 

@@ -40,6 +40,31 @@ const (
 	HolderLabels = "<holder>"
 )
 
+// EntityLabelNames lists the labels EntityLabels stands for in Prometheus
+// naming: together with the target's node (and a cluster label) they name
+// a GPU, MIG instance, NVLink or NVSwitch whoever holds it. The rules
+// generator (rules.GPULabels) aggregates GPU series by these labels, so a
+// label added to entityLabels must be added here (a test renders every
+// entity kind and fails otherwise).
+func EntityLabelNames() []string {
+	return []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "link", "nvswitch"}
+}
+
+// HolderLabelNames lists the labels HolderLabels stands for, besides the
+// pod labels named HolderLabelPrefix + key: those of a container holding
+// the entity and those of an HPC job holding it. A test renders every kind
+// of holder and fails when the page carries a holder label not listed
+// here. The rules never list them: they aggregate GPU series by
+// EntityLabelNames, which leaves every holder label out, pod labels
+// included, whose names only the user's allowlist knows.
+func HolderLabelNames() []string {
+	return []string{"namespace", "pod", "container", "pod_uid", "hpc_job", "hpc_user", "hpc_partition"}
+}
+
+// HolderLabelPrefix starts the names of the pod labels a holder carries
+// (--kubernetes.pod-labels: podlabels.LabelPrefix).
+const HolderLabelPrefix = "label_"
+
 // familyID indexes the declared families.
 type familyID uint8
 

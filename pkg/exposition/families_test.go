@@ -135,8 +135,8 @@ func checkDeclaredLabels(t *testing.T, d Family, naming Naming, got map[string]s
 			t.Errorf("%s%v lacks declared label %s", d.Name, got, l)
 		}
 	}
-	entity := []string{"gpu", "uuid", "device", "model", "gpu_instance", "mig_profile", "link", "nvswitch"}
-	holder := []string{"namespace", "pod", "container", "pod_uid", "hpc_job", "hpc_user", "hpc_partition"}
+	entity := EntityLabelNames()
+	holder := HolderLabelNames()
 	for l := range got {
 		if slices.Contains(d.Labels, l) {
 			continue
@@ -146,7 +146,7 @@ func checkDeclaredLabels(t *testing.T, d Family, naming Naming, got map[string]s
 			t.Errorf("%s carries undeclared label %s", d.Name, l)
 		case naming != NamingPrometheus:
 		case slices.Contains(d.Labels, EntityLabels) && slices.Contains(entity, l):
-		case slices.Contains(d.Labels, HolderLabels) && (slices.Contains(holder, l) || strings.HasPrefix(l, "label_")):
+		case slices.Contains(d.Labels, HolderLabels) && (slices.Contains(holder, l) || strings.HasPrefix(l, HolderLabelPrefix)):
 		default:
 			t.Errorf("%s carries undeclared label %s", d.Name, l)
 		}

@@ -1,5 +1,7 @@
 // Command generate renders rules/alerts.yaml from rules/alerts.src.yaml
-// with the Helm chart's default prometheusRule values:
+// (and recording.yaml from recording.src.yaml) with the Helm chart's
+// default prometheusRule values, and writes the chart's helper that fills
+// ${gpuLabels} (rules.ChartHelperFile):
 //
 //	go run ./rules/generate
 //
@@ -19,14 +21,15 @@ import (
 func main() {
 	dir := flag.String("dir", "rules", "Directory holding the rule source; the rendered file is written there.")
 	values := flag.String("values", "deployment/helm/gpu-exporter/values.yaml", "Helm values file whose prometheusRule section holds the defaults.")
+	chart := flag.String("chart", "deployment/helm/gpu-exporter", "Helm chart directory that gets the generated rules.ChartHelperFile.")
 	flag.Parse()
-	if err := run(*dir, *values); err != nil {
+	if err := run(*dir, *values, *chart); err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, valuesPath string) error {
+func run(dir, valuesPath, chart string) error {
 	values, err := os.ReadFile(valuesPath) //nolint:gosec // G304: the values file the developer names with -values
 	if err != nil {
 		return err
@@ -44,6 +47,10 @@ func run(dir, valuesPath string) error {
 		if err := os.WriteFile(path, out, 0o644); err != nil { //nolint:gosec // G306: committed, world-readable rule file
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
+	}
+	path := filepath.Join(chart, rules.ChartHelperFile)
+	if err := os.WriteFile(path, rules.ChartHelper(), 0o644); err != nil { //nolint:gosec // G306: committed chart template
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }

@@ -295,6 +295,7 @@ groups as YAML under "groups". */}}
 {{- $job := $v.jobSelector | default (printf "job=%q" (include "gpu-exporter.name" .ctx)) }}
 {{- $src = replace "${jobSelector}" $job $src }}
 {{- $src = replace "${namespaceLabel}" (include "gpu-exporter.namespaceLabel" .ctx) $src }}
+{{- $src = replace "${gpuLabels}" (include "gpu-exporter.ruleGPULabels" .ctx) $src }}
 {{- with regexFind "\\$\\{[A-Za-z0-9]*\\}" $src }}
 {{- fail (printf "%s: placeholder %s has no value in prometheusRule.thresholds" $.path .) }}
 {{- end }}
