@@ -190,3 +190,66 @@ func checkWindows(t *testing.T, fams map[string]*dto.MetricFamily, at time.Durat
 		t.Errorf("GPU 4 sw_thermal samples = %v, want %v (one per collection in the window)", thermal, collections)
 	}
 }
+
+// TestMIGGoldenDCGM renders the MIG scenario in dcgm naming with dcgm
+// naming's built-in set and compares it with testdata/mig-dcgm-0s.golden.
+// dcgm-exporter (default -d f) watches only the GPU instances of a MIG GPU
+// and DCGM answers GPU-level fields on an instance with its GPU's value, so
+// no series of a MIG GPU lacks GPU_I_ID, and every family of a MIG GPU has
+// one series per instance.
+func TestMIGGoldenDCGM(t *testing.T) {
+	t.Parallel()
+	rig := newSimRig(t, "mig")
+	set, labelFields := fields.MustNew().DCGMDefaults()
+	coll, err := collector.New(collector.Config{
+		Interval: time.Hour, Fields: set, Labels: labelFields,
+		Naming: exposition.NamingDCGM,
+		DCGM:   exposition.DCGMOptions{Hostname: "gpu-node-1"},
+	}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Collect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	page := coll.Page().Text
+	compareGolden(t, filepath.Join("testdata", "mig-dcgm-0s.golden"), page)
+	sample, err := rig.src.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	migGPUs := map[string]int{} // UUID -> instances
+	for _, e := range sample.Inventory.Entities {
+		if e.Kind == source.GPUInstance {
+			migGPUs[e.UUID]++
+		}
+	}
+	if len(migGPUs) == 0 {
+		t.Fatal("the mig scenario has no GPU instance")
+	}
+	for name, fam := range parseDCGMPage(t, page) {
+		perGPU := map[string]int{}
+		for _, m := range fam.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if _, mig := migGPUs[l["UUID"]]; !mig {
+				continue
+			}
+			if l["GPU_I_ID"] == "" {
+				t.Errorf("%s: series of MIG GPU %s without GPU_I_ID", name, l["UUID"])
+			}
+			perGPU[l["UUID"]+"/"+l["GPU_I_ID"]]++
+		}
+		if name == "DCGM_FI_DEV_GPU_TEMP" || name == "DCGM_FI_DEV_POWER_USAGE" {
+			n := 0
+			for _, c := range migGPUs {
+				n += c
+			}
+			if len(perGPU) != n {
+				t.Errorf("%s: %d MIG instance series, want one per instance (%d)", name, len(perGPU), n)
+			}
+		}
+	}
+}

@@ -82,7 +82,13 @@ type demoRig struct {
 
 func newDemoRig(t *testing.T) *demoRig {
 	t.Helper()
-	scn, err := sim.LoadBuiltin("demo")
+	return newSimRig(t, "demo")
+}
+
+// newSimRig is newDemoRig for the built-in scenario name.
+func newSimRig(t *testing.T, name string) *demoRig {
+	t.Helper()
+	scn, err := sim.LoadBuiltin(name)
 	if err != nil {
 		t.Fatal(err)
 	}

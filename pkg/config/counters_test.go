@@ -152,8 +152,8 @@ DCGM_FI_PROF_PCIE_RX_BYTES,      gauge, PCIe RX rate.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Fields) != 24 {
-		t.Errorf("%d fields, want 24", len(c.Fields))
+	if len(c.Fields) != 25 {
+		t.Errorf("%d fields, want 25", len(c.Fields))
 	}
 	if len(c.Labels) != 1 || c.Labels[0].ID != fields.DriverVersionID || c.Labels[0].Kind != fields.Label {
 		t.Errorf("labels = %+v, want the driver version as a label field", c.Labels)
@@ -166,7 +166,6 @@ DCGM_FI_PROF_PCIE_RX_BYTES,      gauge, PCIe RX rate.
 	}
 	want := []Skipped{
 		{Where: "default-counters.csv:17", Name: "DCGM_EXP_GPU_HEALTH_STATUS"},
-		{Where: "default-counters.csv:22", Name: "DCGM_FI_DEV_VGPU_LICENSE_STATUS"},
 	}
 	if len(c.Skipped) != len(want) {
 		t.Fatalf("skipped = %+v, want %+v", c.Skipped, want)

@@ -244,11 +244,13 @@ func TestDCGMNamingWindows(t *testing.T) {
 			t.Errorf("page lacks\n%s\npage:\n%s", want, p.Text)
 		}
 	}
-	if bytes.Contains(p.Text, []byte(`GPU_I_ID`)) {
-		t.Error("window counter on a MIG instance")
+	for _, line := range bytes.Split(p.Text, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("DCGM_EXP_")) && bytes.Contains(line, []byte(`GPU_I_ID`)) {
+			t.Errorf("window counter on a MIG instance: %s", line)
+		}
 	}
 	if p.Series != 2+4 {
-		t.Errorf("series = %d, want 2 utilization (GPUs only) + 4 window", p.Series)
+		t.Errorf("series = %d, want 2 utilization (GPU 1, GPU 0's instance) + 4 window", p.Series)
 	}
 	parseText(t, p.Text)
 	parseOpenMetrics(t, p.OpenMetrics)

@@ -34,17 +34,18 @@ func migNode(t *testing.T) *source.Sample {
 // instances only, as dcgm-exporter (which monitors the GPU instances of a
 // MIG GPU, not the GPU) does: sum(DCGM_FI_DEV_FB_USED) over the node is the
 // instances' memory plus the non-MIG GPUs', with no GPU row counted twice.
-// GPU-level fields keep their GPU row. Prometheus naming is unchanged.
+// GPU-level fields are exported on each instance with the GPU's value, as
+// DCGM answers them on a GPU instance. Prometheus naming is unchanged.
 func TestDCGMNamingMIGNoDoubleCount(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		naming             Naming
 		family, tempFamily string
 		wantSum            float64
-		wantRows           int
+		wantRows, tempRows int
 	}{
-		{NamingDCGM, "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", 10000 + 19000 + 5000, 3},
-		{NamingPrometheus, "gpu_memory_used_bytes", "gpu_temperature_celsius", float64(30000+5000+10000+19000) * (1 << 20), 4},
+		{NamingDCGM, "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", 10000 + 19000 + 5000, 3, 3},
+		{NamingPrometheus, "gpu_memory_used_bytes", "gpu_temperature_celsius", float64(30000+5000+10000+19000) * (1 << 20), 4, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.naming.String(), func(t *testing.T) {
@@ -64,8 +65,16 @@ func TestDCGMNamingMIGNoDoubleCount(t *testing.T) {
 				t.Errorf("sum(%s) = %v over %d series, want %v over %d\n%s", tc.family, sum, len(fb.Metric), tc.wantSum, tc.wantRows, p.Text)
 			}
 			temp := fams[tc.tempFamily]
-			if temp == nil || len(temp.Metric) != 2 {
-				t.Errorf("%s: want one series per GPU, the MIG GPU's included\n%s", tc.tempFamily, p.Text)
+			if temp == nil || len(temp.Metric) != tc.tempRows {
+				t.Errorf("%s: want %d series\n%s", tc.tempFamily, tc.tempRows, p.Text)
+			}
+			if tc.naming == NamingDCGM {
+				// Each instance of the MIG GPU repeats the GPU's 61 °C.
+				for _, m := range temp.GetMetric() {
+					if l := labelMap(m); l["GPU_I_ID"] != "" && metricValue(m) != 61 {
+						t.Errorf("%s on instance %s = %v, want the GPU's 61", tc.tempFamily, l["GPU_I_ID"], metricValue(m))
+					}
+				}
 			}
 		})
 	}

@@ -87,7 +87,10 @@ func (n *dcgmScheme) label(s *source.Sample, t Holding, labelCols []int) holding
 // name, type and help.
 func (n *dcgmScheme) column(f *fields.Field, col int) column {
 	c := column{col: col, fam: family{name: f.DCGMName, help: f.DCGMHelp, typ: f.DCGMType}, mode: modeRaw}
-	c.instancesOnly = f.Levels.Has(fields.LevelGPUInstance)
+	// A MIG GPU's own row is never exported: its instances carry every
+	// field, GPU-level ones with the GPU's value (see column.fromParent).
+	c.instancesOnly = f.Levels.Has(fields.LevelGPU) || f.Levels.Has(fields.LevelGPUInstance)
+	c.fromParent = f.Levels.Has(fields.LevelGPU) && !f.Levels.Has(fields.LevelGPUInstance)
 	if f.ID == fields.XIDErrorsID {
 		c.mode = modeRawXID
 		c.attribute = n.xidAttribute
@@ -182,7 +185,7 @@ func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Holding, labelCols []in
 				b = appendLabel(b, false, f.DCGMName, v)
 			}
 		}
-		l := holdingLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU)}
+		l := holdingLabels{window: len(b), migParent: e.Kind == source.GPU && hasInstances(s.Inventory, e.GPU), parent: parent + 1}
 		if h := t.Holder; h != nil && h.HPCJob != "" {
 			l.attr = len(b) // err_code and err_msg sort before hpc_*
 			b = appendHPCJob(b, h)

@@ -337,6 +337,9 @@ type holdingLabels struct {
 	// migParent is set on a GPU row whose GPU has MIG instances in the
 	// inventory (dcgm naming); see column.instancesOnly.
 	migParent bool
+	// parent is, on a GPU instance row (dcgm naming), the inventory row of
+	// its GPU plus one (0: none); see column.fromParent.
+	parent int
 }
 
 type headerKey struct {

@@ -38,6 +38,16 @@ type column struct {
 	// row there, and summing them over a node must not count the GPU's
 	// memory twice.
 	instancesOnly bool
+	// fromParent exports a GPU-level field on each GPU instance row of a
+	// MIG GPU with the GPU's value (dcgm naming). dcgm-exporter watches the
+	// GPU instances of a MIG GPU only, and DCGM answers a GPU-level field
+	// watched on a GPU instance with the GPU's value ("If passed in an
+	// instance or compute instance, then translate it to the corresponding
+	// GPU id", DCGM dcgmlib/src/DcgmCacheManager.cpp, the practical entity
+	// of a watch; NVML-mapped fields are remapped to the parent GPU in the
+	// same file), so every family of the counters file appears once per
+	// instance, with the instance's GPU_I_* and pod labels.
+	fromParent bool
 }
 
 // refreshPlan rebuilds the column plan when the sample's field set differs

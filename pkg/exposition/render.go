@@ -156,14 +156,18 @@ func (p *pageWriter) renderField(in Input, c *column) {
 	labels := p.owner.labels
 	for i, t := range in.Holdings {
 		e := &s.Inventory.Entities[t.Entity]
-		if !f.Levels.Has(e.Kind.Level()) {
-			continue
-		}
 		l := &labels[i]
+		row := t.Entity
+		if !f.Levels.Has(e.Kind.Level()) {
+			if !c.fromParent || l.parent == 0 {
+				continue
+			}
+			row = l.parent - 1
+		}
 		if c.instancesOnly && l.migParent {
 			continue
 		}
-		v := s.At(t.Entity, c.col)
+		v := s.At(row, c.col)
 		x, ok := v.Number()
 		if !ok {
 			continue

@@ -65,12 +65,6 @@ func notExportedTable() []struct {
 		names  []string
 		reason string
 	}{
-		{[]string{"DCGM_FI_DEV_VGPU_LICENSE_STATUS"}, "vGPU licensing is not collected"},
-		{[]string{
-			"DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "DCGM_FI_DEV_LOW_UTIL_VIOLATION", "DCGM_FI_DEV_RELIABILITY_VIOLATION",
-			"DCGM_BOARD_LIMIT_VIOLATION", "DCGM_LOW_UTIL_VIOLATION", "DCGM_RELIABILITY_VIOLATION", "DCGM_SYNC_BOOST_VIOLATION",
-		}, "not in the field catalog"},
-		{[]string{"DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", "DCGM_FI_DEV_NVLINK_THROUGHPUT_L0"}, "per-lane NVLink counters are not collected"},
 		{[]string{"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_PCIE_TX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_TX_BYTES"},
 		{[]string{"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_PCIE_RX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_RX_BYTES"},
 		{[]string{"DCGM_EXP_GPU_HEALTH_STATUS"}, "DCGM health watches are exported as gpu_health_status, not through the counters file"},

@@ -95,6 +95,32 @@ func table() []Field {
 		{ID: 241, DCGMName: "DCGM_FI_DEV_THERMAL_VIOLATION", Name: "gpu_thermal_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
 			DCGMHelp: "Time the GPU spent throttled by thermal limits, as DCGM's violation counter reports it.",
 			Help:     "Time the GPU spent throttled by thermal limits, in seconds.", Levels: gpuOnly},
+		// 242-245 (dcgm_fields.h): NVML's perf-policy violation times
+		// (DCGM dcgm_fields.cpp maps them to NVML_FI_DEV_PERF_POLICY_*), in
+		// ns as for 240/241; dcgm-exporter's default-counters.csv lists them
+		// commented out, as counters "(in ns)".
+		{ID: 242, DCGMName: "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", Name: "gpu_sync_boost_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
+			DCGMHelp: "Throttling duration due to sync-boost constraints (in ns).",
+			Help:     "Time the GPU spent throttled by sync boost (held to the clocks of its sync-boost group), in seconds.", Levels: gpuOnly},
+		{ID: 243, DCGMName: "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", Name: "gpu_board_limit_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
+			DCGMHelp: "Throttling duration due to board limit constraints (in ns).",
+			Help:     "Time the GPU spent throttled by board limits, in seconds.", Levels: gpuOnly},
+		{ID: 244, DCGMName: "DCGM_FI_DEV_LOW_UTIL_VIOLATION", Name: "gpu_low_utilization_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
+			DCGMHelp: "Throttling duration due to low utilization (in ns).",
+			Help:     "Time the GPU spent at lowered clocks because of low utilization, in seconds.", Levels: gpuOnly},
+		{ID: 245, DCGMName: "DCGM_FI_DEV_RELIABILITY_VIOLATION", Name: "gpu_reliability_violation_seconds_total", Type: Counter, DCGMType: Counter, Scale: nanosec, Unit: "seconds",
+			DCGMHelp: "Throttling duration due to reliability constraints (in ns).",
+			Help:     "Time the GPU spent throttled by reliability limits, in seconds.", Levels: gpuOnly},
+
+		// vGPU licence (526): DCGM reads it on the GPU with
+		// nvmlDeviceGetGridLicensableFeatures and stores 1 when the vGPU
+		// feature is licensed, 0 when not or when the GPU does not support
+		// licensing (DCGM dcgmlib/src/DcgmCacheManager.cpp, case
+		// DCGM_FI_DEV_VGPU_LICENSE_STATUS). dcgm-exporter's
+		// default-counters.csv collects it (tag 4.5.3-4.8.2).
+		{ID: 526, DCGMName: "DCGM_FI_DEV_VGPU_LICENSE_STATUS", Name: "gpu_vgpu_licensed", Type: Gauge, DCGMType: Gauge, Scale: one,
+			DCGMHelp: "vGPU License status",
+			Help:     "Whether the vGPU software licence is held: 1 licensed, 0 not licensed or licensing not supported.", Levels: gpuOnly, DCGMDefault: true},
 
 		// Framebuffer memory.
 		{ID: 250, DCGMName: "DCGM_FI_DEV_FB_TOTAL", Name: "gpu_memory_total_bytes", Type: Gauge, DCGMType: Gauge, Scale: mebibytes, Unit: "bytes",
@@ -161,6 +187,14 @@ func table() []Field {
 		{ID: 897, DCGMName: "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_TOTAL", Name: "gpu_nvlink_receive_bytes_total", Type: Counter, DCGMType: Counter, Scale: kibibytes, Unit: "bytes",
 			DCGMHelp: "NVLink data received, as DCGM reports it (KiB).",
 			Help:     "NVLink payload data received, in bytes; per link on link series.", Levels: gpuOnly | LevelNVLink, Default: true, Fabric: true},
+		// Link 0's data counter (440, DCGM_FI_DEV_NVLINK_BANDWIDTH_L0, DCGM
+		// 4.6 DCGM_FI_DEV_NVLINK_THROUGHPUT_L0): DCGM reads it with the same
+		// NVML throughput counters as the total, both directions, for link 0
+		// (DcgmCacheManager.cpp ReadAndCacheNvLinkBandwidth), so in KiB.
+		// dcgm-exporter's files list it commented out, as a counter.
+		{ID: 440, DCGMName: "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", Name: "gpu_nvlink_link0_data_bytes_total", Type: Counter, DCGMType: Counter, Scale: kibibytes, Unit: "bytes",
+			DCGMHelp: "The number of bytes of active NVLink rx or tx data including both header and payload.",
+			Help:     "NVLink payload data sent and received over link 0, in bytes.", Levels: gpuOnly},
 		// Error counters: dcgm-exporter's counters files name them
 		// DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL (ids 409/419/429/439,
 		// dcgm_fields.h DCGM_FI_DEV_NVLINK_*_ERROR_TOTAL).

@@ -16,6 +16,10 @@ func dcgmUnits() map[uint16]string {
 		155: "W", 160: "W", 164: "W", 156: "mJ",
 		202: "count", 203: "%", 204: "%", 206: "%", 207: "%", 230: "code",
 		240: "ns", 241: "ns", // "Power Violation time in ns"
+		// dcgm-exporter default-counters.csv (4.5.3-4.8.2): "(in ns)".
+		242: "ns", 243: "ns", 244: "ns", 245: "ns",
+		526: "bool",                                    // 1 licensed, 0 not (DcgmCacheManager.cpp)
+		440: "KiB",                                     // link 0 of the NVML throughput counters, as 449
 		250: "MiB", 251: "MiB", 252: "MiB", 253: "MiB", // "in MB": NVML bytes / 2^20
 		310: "count", 311: "count", 312: "count", 313: "count",
 		390: "count", 391: "count", 392: "count", 393: "count", 394: "count", 395: "bool", 396: "bool",

@@ -16,7 +16,8 @@ import (
 // TestDCGMNamingMIGMemorySum reads a node with a MIG GPU through go-dcgm and
 // the fake hostengine and renders it in dcgm naming: sum(DCGM_FI_DEV_FB_USED)
 // must be what dcgm-exporter reports for it, the instances' memory plus the
-// non-MIG GPU's, not the MIG GPU's whole-GPU value on top of its instances.
+// non-MIG GPU's, not the MIG GPU's whole-GPU value on top of its instances;
+// GPU-level fields appear once per instance with the GPU's value.
 func TestDCGMNamingMIGMemorySum(t *testing.T) {
 	state := node() // GPU 0 without MIG; GPU 1 with GPU instances 7 and 8
 	state.Values = []fakedcgm.Value{
@@ -47,7 +48,15 @@ func TestDCGMNamingMIGMemorySum(t *testing.T) {
 	if sum != 1000+15000+3000 {
 		t.Errorf("sum(DCGM_FI_DEV_FB_USED) = %v, want %v (instances and the non-MIG GPU)\n%s", sum, 1000+15000+3000, page.Text)
 	}
-	if n := len(fams["DCGM_FI_DEV_GPU_TEMP"].GetMetric()); n != 1 {
-		t.Errorf("DCGM_FI_DEV_GPU_TEMP has %d series, want the MIG GPU's one\n%s", n, page.Text)
+	// dcgm-exporter watches the MIG GPU's instances only; DCGM answers the
+	// GPU-level temperature on each with the GPU's value.
+	temps := fams["DCGM_FI_DEV_GPU_TEMP"].GetMetric()
+	if len(temps) != 2 {
+		t.Errorf("DCGM_FI_DEV_GPU_TEMP has %d series, want one per instance of the MIG GPU\n%s", len(temps), page.Text)
+	}
+	for _, m := range temps {
+		if m.GetGauge().GetValue() != 47 {
+			t.Errorf("DCGM_FI_DEV_GPU_TEMP = %v on %v, want the GPU's 47", m.GetGauge().GetValue(), m.GetLabel())
+		}
 	}
 }

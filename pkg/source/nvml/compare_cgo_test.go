@@ -51,7 +51,7 @@ type gpuState struct {
 	energyMJ        int64
 	replays         int64
 	util            [4]int64 // GPU, memory copy, encoder, decoder %
-	violation       [2]int64 // power, thermal, as NVML reports them
+	violation       [6]int64 // power, thermal, sync boost, board limit, low utilization, reliability, as NVML reports them
 	ecc             [4]int64 // SBE, DBE volatile; SBE, DBE aggregate
 	retired         [3]int64 // SBE, DBE pages; pending
 	remap           [4]int64 // uncorrectable, correctable, failure, pending
@@ -74,14 +74,14 @@ func node() []gpuState {
 			uuid: "GPU-00000000-1111-2222-3333-444444444444", name: "NVIDIA H100 80GB HBM3", bus: "00000000:3B:00.0", minor: 0,
 			fb: [4]int64{81559, 80023, 1024, 512}, smMHz: 1980, memMHz: 2619, reasons: 0x4 | 0x20 | 0x100,
 			tempC: 45, memTempC: 51, slowC: 87, shutC: 92, powerW: 251.5, limitW: 700, enforcedW: 650,
-			energyMJ: 123456789, replays: 3, util: [4]int64{87, 41, 5, 7}, violation: [2]int64{1500, 250},
+			energyMJ: 123456789, replays: 3, util: [4]int64{87, 41, 5, 7}, violation: [6]int64{1500, 250, 0, 40, 9000, 0},
 			ecc: [4]int64{10, 1, 100, 2}, retired: [3]int64{2, 1, 1}, remap: [4]int64{1, 4, 0, 1}, recovery: 1, xids: []int64{79},
 		},
 		{
 			uuid: "GPU-11111111-1111-2222-3333-444444444444", name: "NVIDIA A100-SXM4-40GB", bus: "00000000:5E:00.0", minor: 3,
 			fb: [4]int64{40960, 40000, 960, 0}, smMHz: 1410, memMHz: 1215, reasons: 0x1,
 			tempC: 38, memTempC: 40, slowC: 90, shutC: 95, powerW: 61.25, limitW: 400, enforcedW: 400,
-			energyMJ: 987654, replays: 0, util: [4]int64{0, 0, 0, 0}, violation: [2]int64{0, 0},
+			energyMJ: 987654, replays: 0, util: [4]int64{0, 0, 0, 0}, violation: [6]int64{0, 0, 0, 0, 0, 0},
 			migs: []migState{
 				{uuid: "MIG-aaaaaaaa-1111-2222-3333-444444444444", profile: "3g.20gb", gi: 1, entityID: 7, slices: 3,
 					fb: [3]int64{19968, 19456, 512}, computeEntityID: 20},
@@ -102,7 +102,7 @@ func dcgmState(gpus []gpuState, xidTime time.Time) fakedcgm.State {
 			250: g.fb[0], 251: g.fb[1], 252: g.fb[2], 253: g.fb[3],
 			100: g.smMHz, 101: g.memMHz, 112: g.reasons, 150: g.tempC, 140: g.memTempC, 158: g.slowC, 159: g.shutC,
 			156: g.energyMJ, 202: g.replays, 203: g.util[0], 204: g.util[1], 206: g.util[2], 207: g.util[3],
-			240: g.violation[0], 241: g.violation[1],
+			240: g.violation[0], 241: g.violation[1], 242: g.violation[2], 243: g.violation[3], 244: g.violation[4], 245: g.violation[5],
 			310: g.ecc[0], 311: g.ecc[1], 312: g.ecc[2], 313: g.ecc[3],
 			390: g.retired[0], 391: g.retired[1], 392: g.retired[2],
 			393: g.remap[0], 394: g.remap[1], 395: g.remap[2], 396: g.remap[3],
@@ -156,21 +156,25 @@ func nvmlLibrary(gpus []gpuState) gonvml.Interface {
 			PCIeReplays: int(g.replays), UtilPercent: uint32(g.util[0]), MemUtilPercent: uint32(g.util[1]),
 			EncoderPercent: uint32(g.util[2]), DecoderPercent: uint32(g.util[3]), RetiredSBE: int(g.retired[0]),
 			FieldValues: map[uint32]uint64{
-				gonvml.FI_DEV_MEMORY_TEMP:              uint64(g.memTempC),
-				gonvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION: uint64(g.energyMJ),
-				gonvml.FI_DEV_PERF_POLICY_POWER:        uint64(g.violation[0]),
-				gonvml.FI_DEV_PERF_POLICY_THERMAL:      uint64(g.violation[1]),
-				gonvml.FI_DEV_ECC_SBE_VOL_TOTAL:        uint64(g.ecc[0]),
-				gonvml.FI_DEV_ECC_DBE_VOL_TOTAL:        uint64(g.ecc[1]),
-				gonvml.FI_DEV_ECC_SBE_AGG_TOTAL:        uint64(g.ecc[2]),
-				gonvml.FI_DEV_ECC_DBE_AGG_TOTAL:        uint64(g.ecc[3]),
-				gonvml.FI_DEV_RETIRED_DBE:              uint64(g.retired[1]),
-				gonvml.FI_DEV_RETIRED_PENDING:          uint64(g.retired[2]),
-				gonvml.FI_DEV_REMAPPED_UNC:             uint64(g.remap[0]),
-				gonvml.FI_DEV_REMAPPED_COR:             uint64(g.remap[1]),
-				gonvml.FI_DEV_REMAPPED_FAILURE:         uint64(g.remap[2]),
-				gonvml.FI_DEV_REMAPPED_PENDING:         uint64(g.remap[3]),
-				gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION:  uint64(g.recovery),
+				gonvml.FI_DEV_MEMORY_TEMP:                 uint64(g.memTempC),
+				gonvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:    uint64(g.energyMJ),
+				gonvml.FI_DEV_PERF_POLICY_POWER:           uint64(g.violation[0]),
+				gonvml.FI_DEV_PERF_POLICY_THERMAL:         uint64(g.violation[1]),
+				gonvml.FI_DEV_PERF_POLICY_SYNC_BOOST:      uint64(g.violation[2]),
+				gonvml.FI_DEV_PERF_POLICY_BOARD_LIMIT:     uint64(g.violation[3]),
+				gonvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION: uint64(g.violation[4]),
+				gonvml.FI_DEV_PERF_POLICY_RELIABILITY:     uint64(g.violation[5]),
+				gonvml.FI_DEV_ECC_SBE_VOL_TOTAL:           uint64(g.ecc[0]),
+				gonvml.FI_DEV_ECC_DBE_VOL_TOTAL:           uint64(g.ecc[1]),
+				gonvml.FI_DEV_ECC_SBE_AGG_TOTAL:           uint64(g.ecc[2]),
+				gonvml.FI_DEV_ECC_DBE_AGG_TOTAL:           uint64(g.ecc[3]),
+				gonvml.FI_DEV_RETIRED_DBE:                 uint64(g.retired[1]),
+				gonvml.FI_DEV_RETIRED_PENDING:             uint64(g.retired[2]),
+				gonvml.FI_DEV_REMAPPED_UNC:                uint64(g.remap[0]),
+				gonvml.FI_DEV_REMAPPED_COR:                uint64(g.remap[1]),
+				gonvml.FI_DEV_REMAPPED_FAILURE:            uint64(g.remap[2]),
+				gonvml.FI_DEV_REMAPPED_PENDING:            uint64(g.remap[3]),
+				gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION:     uint64(g.recovery),
 			},
 		}
 		for _, x := range g.xids {
@@ -189,8 +193,10 @@ func nvmlLibrary(gpus []gpuState) gonvml.Interface {
 func comparableFields() []fields.Field {
 	var set []fields.Field
 	for _, f := range fields.MustNew().All() {
-		// Fabric fields: the GPUs here have no NVLink fabric.
-		if !f.Profiling && f.ID != 449 && !f.Fabric {
+		// Fabric fields: the GPUs here have no NVLink fabric. The NVML
+		// source has no call for the vGPU licence (526) or link 0's
+		// counter (440).
+		if !f.Profiling && f.ID != 449 && f.ID != 440 && f.ID != 526 && !f.Fabric {
 			set = append(set, f)
 		}
 	}

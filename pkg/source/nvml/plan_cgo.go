@@ -162,6 +162,12 @@ func fieldValueTable() []fieldValue {
 		{156, nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION, fvPlain}, // mJ
 		{240, nvml.FI_DEV_PERF_POLICY_POWER, fvPlain},        // as DCGM passes it on
 		{241, nvml.FI_DEV_PERF_POLICY_THERMAL, fvPlain},
+		// 242-245: the NVML field ids DCGM's field table gives them
+		// (dcgm_fields.cpp NVML_FI_DEV_PERF_POLICY_*).
+		{242, nvml.FI_DEV_PERF_POLICY_SYNC_BOOST, fvPlain},
+		{243, nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT, fvPlain},
+		{244, nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION, fvPlain},
+		{245, nvml.FI_DEV_PERF_POLICY_RELIABILITY, fvPlain},
 		{310, nvml.FI_DEV_ECC_SBE_VOL_TOTAL, fvECC},
 		{311, nvml.FI_DEV_ECC_DBE_VOL_TOTAL, fvECC},
 		{312, nvml.FI_DEV_ECC_SBE_AGG_TOTAL, fvECC},
