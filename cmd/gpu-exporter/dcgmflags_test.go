@@ -259,7 +259,7 @@ func TestDemoServesDCGMNames(t *testing.T) {
 	counters := filepath.Join(t.TempDir(), "counters.csv")
 	csv := "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n" +
 		"DCGM_FI_DEV_FB_USED, gauge, used MiB\n" +
-		"DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, skipped\n" +
+		"DCGM_EXP_P2P_STATUS, gauge, skipped\n" +
 		"DCGM_FI_DRIVER_VERSION, label, Driver Version\n" +
 		"DCGM_EXP_XID_ERRORS_COUNT, counter, XIDs\n"
 	if err := os.WriteFile(counters, []byte(csv), 0o600); err != nil {
