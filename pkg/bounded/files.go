@@ -75,63 +75,6 @@ func ReadAll(ctx context.Context, r io.ReadCloser, limit int64) ([]byte, error) 
 	return data, nil
 }
 
-// readRegular checks the file type before opening, so that opening a named
-// pipe never blocks, and again on the open file. It appends to buf.
-func readRegular(path string, limit int64, buf []byte) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := regular(path, st); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlocking, 0) //nolint:gosec // G304: callers build or are given the path
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if err := regular(path, st); err != nil {
-		return nil, err
-	}
-	if st.Size() > limit {
-		return nil, tooLarge(path, limit)
-	}
-	data, err := readUpTo(f, limit+1, buf)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit { // it grew since the stat, or its size says less
-		return nil, tooLarge(path, limit)
-	}
-	return data, nil
-}
-
-// readUpTo appends what f holds to buf, at most max bytes.
-func readUpTo(f *os.File, max int64, buf []byte) ([]byte, error) {
-	if buf == nil {
-		buf = make([]byte, 0, min(max, 512))
-	}
-	start := len(buf)
-	for int64(len(buf)-start) < max {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		room := buf[len(buf):min(cap(buf), start+int(max))]
-		n, err := f.Read(room)
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
 func tooLarge(path string, limit int64) error {
 	return fmt.Errorf("%s: larger than %s: %w", path, ByteSize(limit), ErrTooLarge)
 }
@@ -149,11 +92,8 @@ func ByteSize(n int64) string {
 	}
 }
 
-func regular(path string, st fs.FileInfo) error {
-	if st.Mode().IsRegular() {
-		return nil
-	}
-	return fmt.Errorf("%s: %w (it is %s)", path, ErrNotRegular, fileKind(st.Mode()))
+func notRegular(path string, m fs.FileMode) error {
+	return fmt.Errorf("%s: %w (it is %s)", path, ErrNotRegular, fileKind(m))
 }
 
 // fileKind names a non-regular file type for error messages.

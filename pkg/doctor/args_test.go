@@ -38,7 +38,7 @@ func TestArgs(t *testing.T) {
 		{[]string{"--args-from", doctorLine}, "text", []string{"--source=dcgm"}, ""},
 		{[]string{"--args-from"}, "", nil, "--args-from needs a file"},
 		{[]string{"--args-from=" + empty}, "", nil, "empty command line"},
-		{[]string{"--args-from=" + filepath.Join(dir, "missing")}, "", nil, "--args-from: stat " + filepath.Join(dir, "missing")},
+		{[]string{"--args-from=" + filepath.Join(dir, "missing")}, "", nil, "--args-from: open " + filepath.Join(dir, "missing")},
 	}
 	for _, tt := range tests {
 		output, rest, err := Args(tt.args, "doctor")

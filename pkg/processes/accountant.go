@@ -138,6 +138,11 @@ type Accountant struct {
 	// Collect that had an answer; reachUnknown before the first (the
 	// availability gauge has no series then).
 	reached reach
+	// lookups, resolved and at are one collection's PIDs, their owners,
+	// and each PID's index in both; reused.
+	lookups  []Lookup
+	resolved []Resolution
+	at       map[uint32]int
 }
 
 // reach is whether a sampler reached the GPUs.
@@ -218,17 +223,18 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 	}
 	devs = joinInstances(devs)
 	a.resolver.Begin()
+	a.resolveAll(ctx, devs)
+	if ctx.Err() != nil {
+		// Out of time (or stopping) half-way: sums over the processes
+		// resolved so far would understate their containers, so none is
+		// returned. The cache keeps what was resolved (End would forget
+		// the PIDs not reached).
+		a.m.cached.Set(float64(a.resolver.Cached()))
+		return nil, fmt.Errorf("process accounting: resolving the GPUs' processes: %w", context.Cause(ctx))
+	}
 	out := make([]DeviceUsage, len(devs))
 	for i := range devs {
-		out[i] = a.attribute(ctx, &devs[i])
-		if ctx.Err() != nil {
-			// Out of time (or stopping) half-way: sums over the processes
-			// resolved so far would understate their containers, so none
-			// is returned. The cache keeps what was resolved (End would
-			// forget the PIDs not reached).
-			a.m.cached.Set(float64(a.resolver.Cached()))
-			return nil, fmt.Errorf("process accounting: resolving the GPUs' processes: %w", context.Cause(ctx))
-		}
+		out[i] = a.attribute(&devs[i])
 	}
 	a.resolver.End()
 	a.m.cached.Set(float64(a.resolver.Cached()))
@@ -267,22 +273,41 @@ func (a *Accountant) setAvailable(ok bool, err error) {
 	}
 }
 
-// attribute sums one device's processes per container; it stops when ctx
-// ends, and the caller drops the result.
-func (a *Accountant) attribute(ctx context.Context, d *Device) DeviceUsage {
+// resolveAll resolves every PID of devs once, in one pass over procfs.
+// A process sampled but not listed on any device (it exited after its
+// samples, and another process may hold its PID now) is looked up as
+// known only.
+func (a *Accountant) resolveAll(ctx context.Context, devs []Device) {
+	if a.at == nil {
+		a.at = map[uint32]int{}
+	}
+	clear(a.at)
+	a.lookups = a.lookups[:0]
+	for i := range devs {
+		for _, p := range devs[i].Processes {
+			if k, ok := a.at[p.PID]; ok {
+				a.lookups[k].Known = a.lookups[k].Known && p.Unlisted
+				continue
+			}
+			a.at[p.PID] = len(a.lookups)
+			a.lookups = append(a.lookups, Lookup{PID: p.PID, Known: p.Unlisted})
+		}
+	}
+	if cap(a.resolved) < len(a.lookups) {
+		a.resolved = make([]Resolution, len(a.lookups))
+	}
+	a.resolved = a.resolved[:len(a.lookups)]
+	a.resolver.ResolveAll(ctx, a.lookups, a.resolved)
+}
+
+// attribute sums one device's processes per container, from resolveAll's
+// answers.
+func (a *Accountant) attribute(d *Device) DeviceUsage {
 	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization}
 	index := map[Who]int{}
 	for _, p := range d.Processes {
-		resolve := a.resolver.Resolve
-		if p.Unlisted {
-			// Sampled but not listed: it exited after its samples, and
-			// another process may hold its PID now.
-			resolve = a.resolver.ResolveKnown
-		}
-		owner, err := resolve(ctx, p.PID)
-		if ctx.Err() != nil {
-			return u
-		}
+		res := a.resolved[a.at[p.PID]]
+		owner, err := res.Owner, res.Err
 		if err != nil {
 			a.failed(p.PID, err)
 			continue

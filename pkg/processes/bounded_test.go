@@ -16,16 +16,18 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
-// blockingRead is a Resolver read that blocks on the files whose path ends
-// with suffix until release is closed, as a /proc read blocks behind a
-// process stuck in the kernel; other files read as usual. It goes through
-// bounded.Call, as the real read does, so abandonment is the real one.
-func blockingRead(suffix string, release <-chan struct{}) func(context.Context, string, int64, time.Duration, []byte) ([]byte, error) {
-	return func(ctx context.Context, path string, limit int64, timeout time.Duration, buf []byte) ([]byte, error) {
-		if !strings.HasSuffix(path, suffix) {
-			return bounded.ReadFileInto(ctx, path, limit, timeout, buf)
+// blockingRead is a Resolver's batch read that blocks on the files whose
+// path ends with suffix until release is closed, as a /proc read blocks
+// behind a process stuck in the kernel; other files read as usual. The
+// batch around it is the real one, so abandonment is the real one.
+func blockingRead(suffix string, release <-chan struct{}) func(string, int64, []byte) ([]byte, error) {
+	return func(path string, _ int64, buf []byte) ([]byte, error) {
+		if strings.HasSuffix(path, suffix) {
+			<-release
+			return nil, errors.New("released")
 		}
-		return bounded.Call(ctx, path, timeout, func() ([]byte, error) { <-release; return nil, errors.New("released") })
+		b, err := os.ReadFile(path)
+		return append(buf, b...), err
 	}
 }
 
@@ -105,7 +107,7 @@ func TestResolverAbandonsABlockedRead(t *testing.T) {
 	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
 	writeProc(t, root, 200, 5000, cgroupOf(uid2, cid2))
 	release := make(chan struct{})
-	r.read, r.timeout = blockingRead("/100/stat", release), 50*time.Millisecond
+	r.batch.ReadFile, r.batch.Stall = blockingRead("/100/stat", release), 50*time.Millisecond
 
 	err := call(t, "the blocked Resolve", func() error { _, err := r.Resolve(t.Context(), 100); return err })
 	if !errors.Is(err, bounded.ErrAbandoned) || !errors.Is(err, context.DeadlineExceeded) {
@@ -121,7 +123,7 @@ func TestResolverAbandonsABlockedRead(t *testing.T) {
 	}
 	close(release)
 	poll.Until(t, "the process resolves once the blocked read returned", func() bool {
-		r.read = bounded.ReadFileInto
+		r.batch.ReadFile = nil
 		o, err := r.Resolve(t.Context(), 100)
 		return err == nil && o.PodUID == uid
 	})
@@ -154,7 +156,7 @@ func TestAccountantCollectEndsWithItsContext(t *testing.T) {
 			release := make(chan struct{})
 			t.Cleanup(func() { close(release) })
 			// The read's own timeout is far away: only the context ends it.
-			a.resolver.read, a.resolver.timeout = blockingRead("/20/cgroup", release), time.Hour
+			a.resolver.batch.ReadFile, a.resolver.batch.Stall = blockingRead("/20/cgroup", release), time.Hour
 			ctx, cancel := stop.ctx(t)
 			defer cancel()
 			type result struct {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -19,11 +18,11 @@ import (
 var ErrExited = errors.New("process exited")
 
 // ProcReadTimeout bounds one procfs read. Reading a process's stat or
-// cgroup file takes microseconds; a read that takes longer is stuck (a
-// process hung in the kernel, a test's named pipe), and is abandoned so
-// that one such process costs a collection at most this long once; later
-// reads of its file fail at once until the stuck one returns
-// (bounded.ErrPending).
+// cgroup file takes microseconds; a read during which the collection's
+// reads make no progress for one to two of these is stuck (a process hung
+// in the kernel, a test's named pipe) and is abandoned, so that one such
+// process costs a collection at most that long once; later reads of its
+// file fail at once until the stuck one returns (bounded.ErrPending).
 const ProcReadTimeout = time.Second
 
 // MaxStatBytes caps a /proc/<pid>/stat read: 52 numeric fields and a
@@ -55,14 +54,34 @@ type Resolver struct {
 	round uint64
 	// Uncached counts resolutions the bound kept out of the cache.
 	Uncached int
-	// path and buf are reused by startTime: it runs for every GPU process
-	// of every collection.
-	path, buf []byte
-	// read is bounded.ReadFileInto; tests put a read that blocks in its
-	// place, as a process stuck in the kernel blocks a /proc read.
-	read func(ctx context.Context, path string, limit int64, timeout time.Duration, buf []byte) ([]byte, error)
-	// timeout is ProcReadTimeout; tests shorten it.
-	timeout time.Duration
+	// batch reads the procfs files of a collection on one goroutine,
+	// each read bounded (ProcReadTimeout, the collection's context).
+	batch bounded.Batch
+	// files, results, misses and path are reused by ResolveAll: it runs
+	// for every GPU process of every collection.
+	files   []bounded.File
+	results []bounded.Result
+	misses  []miss
+	path    []byte
+}
+
+// Lookup is one PID for ResolveAll; Known asks ResolveKnown's question.
+type Lookup struct {
+	PID   uint32
+	Known bool
+}
+
+// Resolution is the answer to one Lookup.
+type Resolution struct {
+	Owner Owner
+	Err   error
+}
+
+// miss is a listed PID the cache could not answer, with the start time
+// read for it.
+type miss struct {
+	i     int
+	start uint64
 }
 
 type cached struct {
@@ -84,7 +103,7 @@ func NewResolver(procfs string, maxCached int) (*Resolver, error) {
 	if maxCached == 0 {
 		maxCached = DefaultMaxCached
 	}
-	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, read: bounded.ReadFileInto, timeout: ProcReadTimeout}, nil
+	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, batch: bounded.Batch{Stall: ProcReadTimeout}}, nil
 }
 
 // Begin starts a collection.
@@ -107,44 +126,9 @@ func (r *Resolver) Cached() int { return len(r.cache) }
 // process is gone, and names the file otherwise. Its reads end when ctx
 // does, and each after ProcReadTimeout.
 func (r *Resolver) Resolve(ctx context.Context, pid uint32) (Owner, error) {
-	start, err := r.startTime(ctx, pid)
-	if err != nil {
-		delete(r.cache, pid)
-		return Owner{}, err
-	}
-	if c, ok := r.cache[pid]; ok && c.start == start {
-		c.round = r.round
-		r.cache[pid] = c
-		return c.owner, nil
-	}
-	path := filepath.Join(r.root, strconv.FormatUint(uint64(pid), 10), "cgroup")
-	b, err := r.read(ctx, path, MaxCgroupBytes, r.timeout, nil)
-	if err != nil {
-		delete(r.cache, pid)
-		if gone(err) {
-			return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrExited)
-		}
-		return Owner{}, fmt.Errorf("pid %d: %w", pid, err)
-	}
-	owner, err := ParseCgroup(b)
-	if errors.Is(err, errNoCgroup) {
-		return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrExited)
-	}
-	if err != nil {
-		return Owner{}, fmt.Errorf("%s: %w", path, err)
-	}
-	// The cgroup file read may belong to a process that took the PID
-	// after the stat read: the start time must not have moved.
-	if again, err := r.startTime(ctx, pid); err != nil || again != start {
-		delete(r.cache, pid)
-		return Owner{}, fmt.Errorf("pid %d: reused during the read: %w", pid, ErrExited)
-	}
-	if _, ok := r.cache[pid]; ok || len(r.cache) < r.max {
-		r.cache[pid] = cached{start: start, owner: owner, round: r.round}
-	} else {
-		r.Uncached++
-	}
-	return owner, nil
+	var out [1]Resolution
+	r.ResolveAll(ctx, []Lookup{{PID: pid}}, out[:])
+	return out[0].Owner, out[0].Err
 }
 
 // ResolveKnown is Resolve for a PID the GPU no longer lists: it answers
@@ -153,34 +137,121 @@ func (r *Resolver) Resolve(ctx context.Context, pid uint32) (Owner, error) {
 // ErrExited otherwise: a process not in the cache may have taken the PID
 // of one that exited.
 func (r *Resolver) ResolveKnown(ctx context.Context, pid uint32) (Owner, error) {
-	c, ok := r.cache[pid]
-	if !ok {
-		return Owner{}, fmt.Errorf("pid %d: not listed and not seen before: %w", pid, ErrExited)
-	}
-	start, err := r.startTime(ctx, pid)
-	if err != nil || start != c.start {
-		delete(r.cache, pid)
-		return Owner{}, fmt.Errorf("pid %d: not listed and reused: %w", pid, ErrExited)
-	}
-	c.round = r.round
-	r.cache[pid] = c
-	return c.owner, nil
+	var out [1]Resolution
+	r.ResolveAll(ctx, []Lookup{{PID: pid, Known: true}}, out[:])
+	return out[0].Owner, out[0].Err
 }
 
-// startTime reads field 22 of <procfs>/<pid>/stat, the process's start
-// time in clock ticks since boot (proc(5)). Field 2, the command name in
-// parentheses, may hold spaces and parentheses itself, so fields are
-// counted from the last ')'.
-func (r *Resolver) startTime(ctx context.Context, pid uint32) (uint64, error) {
-	r.path = append(append(r.path[:0], r.root...), '/')
-	r.path = append(strconv.AppendUint(r.path, uint64(pid), 10), "/stat"...)
-	path := string(r.path)
-	b, err := r.read(ctx, path, MaxStatBytes, r.timeout, r.buf)
-	if errors.Is(err, bounded.ErrAbandoned) {
-		r.buf = nil // the abandoned read may still write into it
-	} else if err == nil {
-		r.buf = b
+// ResolveAll answers each lookup into out (len(out) must be len(in)), as
+// Resolve or ResolveKnown would, reading procfs in two passes of one
+// bounded batch each: every PID's stat (its start time), then the cgroup
+// and stat again of the PIDs the cache cannot answer.
+func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution) {
+	r.files = r.files[:0]
+	for _, l := range in {
+		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes})
 	}
+	r.read(ctx)
+	r.misses = r.misses[:0]
+	for i, l := range in {
+		start, err := r.startTime(l.PID, r.files[i].Path, r.results[i])
+		if err != nil {
+			delete(r.cache, l.PID)
+			out[i] = Resolution{Err: err}
+			continue
+		}
+		c, ok := r.cache[l.PID]
+		switch {
+		case ok && c.start == start:
+			c.round = r.round
+			r.cache[l.PID] = c
+			out[i] = Resolution{Owner: c.owner}
+		case l.Known && ok:
+			delete(r.cache, l.PID)
+			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and reused: %w", l.PID, ErrExited)}
+		case l.Known:
+			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and not seen before: %w", l.PID, ErrExited)}
+		default:
+			r.misses = append(r.misses, miss{i: i, start: start})
+		}
+	}
+	if len(r.misses) == 0 {
+		return
+	}
+	r.files = r.files[:0]
+	for _, m := range r.misses {
+		pid := in[m.i].PID
+		r.files = append(r.files,
+			bounded.File{Path: r.procPath(pid, "cgroup"), Limit: MaxCgroupBytes},
+			bounded.File{Path: r.procPath(pid, "stat"), Limit: MaxStatBytes})
+	}
+	r.read(ctx)
+	for k, m := range r.misses {
+		pid := in[m.i].PID
+		owner, err := r.owner(pid, r.files[2*k].Path, r.results[2*k])
+		if err == nil {
+			// The cgroup file read may belong to a process that took the
+			// PID after the first stat read: the start time must not have
+			// moved.
+			if again, serr := r.startTime(pid, r.files[2*k+1].Path, r.results[2*k+1]); serr != nil || again != m.start {
+				err = fmt.Errorf("pid %d: reused during the read: %w", pid, ErrExited)
+			}
+		}
+		if err != nil {
+			delete(r.cache, pid)
+			out[m.i] = Resolution{Err: err}
+			continue
+		}
+		if _, ok := r.cache[pid]; ok || len(r.cache) < r.max {
+			r.cache[pid] = cached{start: m.start, owner: owner, round: r.round}
+		} else {
+			r.Uncached++
+		}
+		out[m.i] = Resolution{Owner: owner}
+	}
+}
+
+// read reads r.files into r.results.
+func (r *Resolver) read(ctx context.Context) {
+	if cap(r.results) < len(r.files) {
+		r.results = make([]bounded.Result, len(r.files))
+	}
+	r.results = r.results[:len(r.files)]
+	r.batch.Read(ctx, r.files, r.results)
+}
+
+// procPath is <procfs>/<pid>/<name>.
+func (r *Resolver) procPath(pid uint32, name string) string {
+	r.path = append(append(r.path[:0], r.root...), '/')
+	r.path = append(strconv.AppendUint(r.path, uint64(pid), 10), '/')
+	r.path = append(r.path, name...)
+	return string(r.path)
+}
+
+// owner parses a read of <procfs>/<pid>/cgroup.
+func (r *Resolver) owner(pid uint32, path string, res bounded.Result) (Owner, error) {
+	if res.Err != nil {
+		if gone(res.Err) {
+			return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrExited)
+		}
+		return Owner{}, fmt.Errorf("pid %d: %w", pid, res.Err)
+	}
+	owner, err := ParseCgroup(res.Data)
+	if errors.Is(err, errNoCgroup) {
+		return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrExited)
+	}
+	if err != nil {
+		return Owner{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return owner, nil
+}
+
+// startTime parses field 22 of a read of <procfs>/<pid>/stat, the
+// process's start time in clock ticks since boot (proc(5)). Field 2, the
+// command name in parentheses, may hold spaces and parentheses itself, so
+// fields are counted from the last ')'.
+func (r *Resolver) startTime(pid uint32, path string, res bounded.Result) (uint64, error) {
+	b, err := res.Data, res.Err
 	if err != nil {
 		if gone(err) {
 			return 0, fmt.Errorf("pid %d: %w", pid, ErrExited)
