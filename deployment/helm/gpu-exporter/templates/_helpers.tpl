@@ -363,3 +363,54 @@ in the new label while `namespace` becomes the monitor's namespace.
 {{ toYaml . }}
 {{- end }}
 {{- end }}
+
+{{/*
+How a monitor's endpoint authenticates and verifies the exporter: scheme,
+tlsConfig and basicAuth, from monitoring.tlsConfig and monitoring.basicAuth.
+Over HTTPS the certificate is checked against monitoring.tlsConfig.ca unless
+insecureSkipVerify is set explicitly; one of them is required. A web config
+with basic auth needs credentials, or every scrape gets 401. .kind names the
+monitor in the refusals.
+*/}}
+{{- define "gpu-exporter.scrapeAuth" -}}
+{{- $v := .ctx.Values }}
+{{- $tls := $v.monitoring.tlsConfig | default dict }}
+{{- if and $v.webConfig.enabled $v.webConfig.basicAuth (not $v.monitoring.basicAuth) }}
+{{- fail (printf "webConfig.basicAuth: the %s would scrape without credentials and every scrape would get 401; set monitoring.basicAuth to a Secret's keys, e.g. {username: {name: gpu-exporter-scrape, key: username}, password: {name: gpu-exporter-scrape, key: password}}" .kind) }}
+{{- end }}
+{{- if and $v.monitoring.basicAuth $v.rbacProxy.enabled }}
+{{- fail "monitoring.basicAuth with rbacProxy: kube-rbac-proxy authenticates scrapes by service-account token, not basic auth; drop monitoring.basicAuth" }}
+{{- end }}
+{{- if include "gpu-exporter.https" .ctx }}
+{{- if not (or $tls.ca $tls.insecureSkipVerify) }}
+{{- fail (printf "the %s scrapes over HTTPS (webConfig.tls or rbacProxy) and has no way to verify the certificate: set monitoring.tlsConfig.ca to the CA bundle's Secret or ConfigMap key, e.g. {secret: {name: gpu-exporter-ca, key: ca.crt}}, or opt out of verification with monitoring.tlsConfig.insecureSkipVerify=true" .kind) }}
+{{- end }}
+{{- if and $tls.ca $tls.insecureSkipVerify }}
+{{- fail "monitoring.tlsConfig: ca and insecureSkipVerify exclude each other (a CA that is never checked); keep one" }}
+{{- end }}
+scheme: https
+tlsConfig:
+  {{- with $tls.ca }}
+  ca:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $tls.cert }}
+  cert:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $tls.keySecret }}
+  keySecret:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $tls.serverName }}
+  serverName: {{ . }}
+  {{- end }}
+  {{- if $tls.insecureSkipVerify }}
+  insecureSkipVerify: true
+  {{- end }}
+{{- end }}
+{{- with $v.monitoring.basicAuth }}
+basicAuth:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
