@@ -523,15 +523,11 @@ func TestHelmPrometheusRuleAndDashboards(t *testing.T) {
 	}
 	promtoolCheckRules(t, get(rule, "spec", "groups"))
 
-	var cm object
-	for _, c := range find(objs, "ConfigMap") {
-		if strings.HasSuffix(c.name(), "-dashboards") {
-			cm = c
-		}
+	cms := dashboardConfigMaps(t, objs)
+	if len(cms) != 1 || cms[0].name() != "gpu-gpu-exporter-dashboard-fixture" {
+		t.Fatalf("want one ConfigMap gpu-gpu-exporter-dashboard-fixture for the fixture dashboard, got %d", len(cms))
 	}
-	if cm == nil {
-		t.Fatal("no dashboards ConfigMap")
-	}
+	cm := cms[0]
 	if get(cm, "metadata", "labels", "grafana_dashboard") != "1" || get(cm, "metadata", "annotations", "grafana_folder") != "GPUs" {
 		t.Errorf("dashboards ConfigMap metadata = %v", cm["metadata"])
 	}
