@@ -80,9 +80,9 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 			return slices.Equal(o.kubernetes.ResourceNames, []string{"nvidia.com/a100", "nvidia.com/a10"})
 		}},
 		{"NVIDIA_RESOURCE_NAMES", nil, map[string]string{"NVIDIA_RESOURCE_NAMES": "nvidia.com/a100"}, func(o *options) bool { return slices.Equal(o.kubernetes.ResourceNames, []string{"nvidia.com/a100"}) }},
-		{"--debug", []string{"--debug"}, nil, func(o *options) bool { return o.logLevel.String() == "debug" }},
-		{"--log-format=json", []string{"--log-format=json"}, nil, func(o *options) bool { return o.logFormat.String() == "json" }},
-		{"DCGM_EXPORTER_LOG_FORMAT", nil, map[string]string{"DCGM_EXPORTER_LOG_FORMAT": "text"}, func(o *options) bool { return o.logFormat.String() == "logfmt" }},
+		{"--debug", []string{"--debug"}, nil, func(o *options) bool { return o.log.Level.String() == "debug" }},
+		{"--log-format=json", []string{"--log-format=json"}, nil, func(o *options) bool { return o.log.Format.String() == "json" }},
+		{"DCGM_EXPORTER_LOG_FORMAT", nil, map[string]string{"DCGM_EXPORTER_LOG_FORMAT": "text"}, func(o *options) bool { return o.log.Format.String() == "logfmt" }},
 		{"--enable-pprof", []string{"--enable-pprof"}, nil, func(o *options) bool { return o.web.EnablePprof }},
 		{"--kubernetes-virtual-gpus", []string{"--kubernetes-virtual-gpus"}, nil, func(o *options) bool { return o.naming.DCGM.VirtualGPUs }},
 		{"KUBERNETES_VIRTUAL_GPUS", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "true"}, func(o *options) bool { return o.naming.DCGM.VirtualGPUs }},

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/promslog"
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/doctor"
@@ -32,15 +31,14 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	o, fs, err := parseFlags(rest, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprintln(stderr, "\ngpu-exporter doctor [--output=text|json] [--args-from=/proc/1/cmdline] [exporter flags]: check what the exporter with these flags needs, once, and say how to fix what is broken.\n"+
-			"--args-from reads the flags of a running exporter from its command line (NUL-separated, as /proc/PID/cmdline), before the flags given here.")
+		fmt.Fprintln(stderr, "\n"+doctor.Usage)
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter doctor: %v\n", err)
 		return 2
 	}
-	logger := promslog.New(&promslog.Config{Level: o.logLevel, Format: o.logFormat, Writer: stderr})
+	logger := o.log.Logger(stderr)
 	a := &app{o: o, logger: logger, reg: prometheus.NewRegistry()}
 	defer a.close()
 	if a.cat, err = fields.New(); err != nil {
@@ -50,12 +48,7 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 	cfg := a.doctorConfig()
 	cfg.Processes.Given = fs.Changed("collect.processes")
 	report := doctor.Run(ctx, cfg)
-	if output == "json" {
-		err = report.WriteJSON(stdout)
-	} else {
-		err = report.WriteText(stdout)
-	}
-	if err != nil {
+	if err = report.Write(stdout, output); err != nil {
 		fmt.Fprintf(stderr, "gpu-exporter doctor: writing the report: %v\n", err)
 		return 1
 	}

@@ -5,13 +5,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/prometheus/common/promslog"
 	"github.com/spf13/pflag"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/dcgmflags"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
+	"github.com/gpu-exporter/gpu-exporter/pkg/logflags"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
@@ -39,8 +39,7 @@ type options struct {
 	hpc        hpcjobs.Options
 	dcgm       dcgm.Options
 
-	logLevel  *promslog.Level
-	logFormat *promslog.Format
+	log logflags.Options
 
 	version bool
 
@@ -51,19 +50,6 @@ type options struct {
 	// variables given, for the start-up log.
 	dcgmExporter dcgmflags.Use
 }
-
-// promslogValue adapts promslog's level and format to pflag.
-type promslogValue struct {
-	v interface {
-		String() string
-		Set(string) error
-	}
-	typ string
-}
-
-func (p promslogValue) String() string     { return p.v.String() }
-func (p promslogValue) Set(s string) error { return p.v.Set(s) }
-func (p promslogValue) Type() string       { return p.typ }
 
 func newFlagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("gpu-exporter", pflag.ContinueOnError)
@@ -78,11 +64,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	o.podLabels.AddFlags(fs)
 	o.hpc.AddFlags(fs)
 	o.dcgm.AddFlags(fs)
-	o.logLevel = promslog.NewLevel()
-	o.logFormat = promslog.NewFormat()
-	fs.Var(promslogValue{o.logLevel, "level"}, "log.level", "Only log messages with the given severity or above: debug, info, warn, error.")
-	fs.Var(promslogValue{o.logFormat, "format"}, "log.format", "Output format of log messages: logfmt or json.")
-
+	o.log.AddFlags(fs)
 	fs.BoolVarP(&o.version, "version", "v", false, "Print version information and exit.")
 	return fs
 }
@@ -124,7 +106,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	aliases := dcgmflags.Declare(fs)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: gpu-exporter [flags]\n\nEvery flag can also be set through its environment twin, e.g. --collect.interval through %s.\n"+
+		fmt.Fprint(stderr, "Usage: gpu-exporter [flags]\n       gpu-exporter <command> [flags]   (gpu-exporter <command> --help: its flags)\n\nCommands:\n")
+		for _, c := range commands(getenv) {
+			fmt.Fprintf(stderr, "  %-10s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintf(stderr, "\nFlags (serving /metrics). Every flag can also be set through its environment twin, e.g. --collect.interval through %s.\n"+
 			"dcgm-exporter's flags and environment variables are accepted where they mean something here (listed last).\n\n", envName("collect.interval"))
 		fs.PrintDefaults()
 	}
@@ -132,7 +118,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fs, fmt.Errorf("unexpected argument %q: gpu-exporter takes flags only", fs.Arg(0))
+		return nil, fs, fmt.Errorf("unexpected argument %q: gpu-exporter takes flags, or a command first (doctor, rightsize, help; see --help)", fs.Arg(0))
 	}
 	// Precedence: the command line (our flags or dcgm-exporter's), then
 	// GPU_EXPORTER_* variables, then dcgm-exporter's variables.

@@ -12,10 +12,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/doctor"
 	"github.com/gpu-exporter/gpu-exporter/pkg/rightsize"
 )
 
@@ -29,11 +29,10 @@ func main() {
 
 // run is main without the process globals: it returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
-	if len(args) > 0 && args[0] == doctorCommand {
-		return runDoctor(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "rightsize" {
-		return rightsize.Main(ctx, args[1:], stdout, stderr)
+	for _, c := range commands(getenv) {
+		if len(args) > 0 && args[0] == c.name {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
 	}
 	o, fs, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -47,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, version.Print("gpu-exporter"))
 		return 0
 	}
-	logger := promslog.New(&promslog.Config{Level: o.logLevel, Format: o.logFormat, Writer: stderr})
+	logger := o.log.Logger(stderr)
 	logger.Info("starting gpu-exporter", "version", version.Info(), "build_context", version.BuildContext())
 	logCompat(logger, o, fs)
 	a, err := newApp(ctx, o, logger)
@@ -66,4 +65,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("stopped")
 	return 0
+}
+
+// command is a subcommand, named first on the command line.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// commands are the subcommands, as --help lists them.
+func commands(getenv func(string) string) []command {
+	return []command{
+		{doctorCommand, doctor.Summary, func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+			return runDoctor(ctx, args, getenv, stdout, stderr)
+		}},
+		{"rightsize", rightsize.Summary, rightsize.Main},
+		{"help", "print this help on stdout", func(_ context.Context, _ []string, stdout, _ io.Writer) int {
+			_, _, _ = parseFlags([]string{"--help"}, getenv, stdout)
+			return 0
+		}},
+	}
 }

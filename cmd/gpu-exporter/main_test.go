@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,6 +138,45 @@ func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(t.Context(), []string{"--version"}, noEnv, &out, io.Discard, nil); code != 0 || !strings.Contains(out.String(), "gpu-exporter") {
 		t.Errorf("--version: code %d, output %q", code, out.String())
+	}
+}
+
+// TestHelpListsCommands: --help (on stderr) and `gpu-exporter help` (on
+// stdout) name every subcommand, and a stray argument points at them.
+func TestHelpListsCommands(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for _, c := range commands(noEnv) {
+		names = append(names, c.name)
+	}
+	if !slices.Contains(names, "doctor") || !slices.Contains(names, "rightsize") {
+		t.Fatalf("commands = %v, want doctor and rightsize among them", names)
+	}
+	cases := []struct {
+		args       []string
+		code       int
+		fromStdout bool
+	}{
+		{[]string{"--help"}, 0, false},
+		{[]string{"-h"}, 0, false},
+		{[]string{"help"}, 0, true},
+		{[]string{"serve"}, 2, false},
+	}
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), tc.args, noEnv, &stdout, &stderr, nil)
+		out := stderr.String()
+		if tc.fromStdout {
+			out = stdout.String()
+		}
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, tc.code)
+		}
+		for _, n := range names {
+			if !strings.Contains(out, n) {
+				t.Errorf("%v: output does not name the %s command:\n%s", tc.args, n, out)
+			}
+		}
 	}
 }
 

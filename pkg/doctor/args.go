@@ -9,6 +9,13 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 )
 
+// Summary is what `gpu-exporter doctor` does, for the exporter's --help.
+const Summary = "check once what the exporter with the given flags needs (GPU source, fields, kubelet socket, files, devices) and say how to fix what is broken"
+
+// Usage is the doctor's own help, printed after the exporter's flags.
+const Usage = "gpu-exporter doctor [--output=text|json] [--args-from=/proc/1/cmdline] [exporter flags]: " + Summary + ".\n" +
+	"--args-from reads the flags of a running exporter from its command line (NUL-separated, as /proc/PID/cmdline), before the flags given here."
+
 // Args takes the doctor's own flags out of the arguments after the
 // subcommand: --output (text or json) and --args-from (the command line of
 // a running exporter, whose flags go before the remaining ones, skipping

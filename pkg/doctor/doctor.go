@@ -110,6 +110,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// Write writes the report in format: "json" (WriteJSON), else text
+// (WriteText); Args has checked the format.
+func (r *Report) Write(w io.Writer, format string) error {
+	if format == "json" {
+		return r.WriteJSON(w)
+	}
+	return r.WriteText(w)
+}
+
 // WriteJSON writes the report as one JSON object.
 func (r *Report) WriteJSON(w io.Writer) error {
 	ok, warn, fail := r.counts()

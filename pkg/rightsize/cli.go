@@ -11,6 +11,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// Summary is what `gpu-exporter rightsize` does, for the exporter's --help.
+const Summary = "read GPU usage recorded in Prometheus and recommend, per workload, the GPU or MIG size it fits (docs/rightsizing.md)"
+
 // Main runs `gpu-exporter rightsize` with args (the flags after the
 // subcommand) and returns its exit code: 0, 1 when Prometheus could not
 // answer, 2 for a wrong flag. It prints, per workload, its current GPU or MIG size, the size

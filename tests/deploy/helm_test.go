@@ -91,10 +91,18 @@ var toggles = []struct {
 }{
 	{"serviceMonitor", map[string]any{"serviceMonitor": map[string]any{"enabled": true}}, nil},
 	{"podMonitor", map[string]any{"podMonitor": map[string]any{"enabled": true, "authorization": podMonitorAuth}}, nil},
-	{"rbacProxy", map[string]any{"rbacProxy": map[string]any{"enabled": true}}, func(w *want) { w.rbacProxy, w.https = true, true }},
-	{"webConfig", map[string]any{"webConfig": map[string]any{"enabled": true, "tls": true, "config": map[string]any{
-		"tls_server_config": map[string]any{"cert_file": "/etc/gpu-exporter/web/tls.crt", "key_file": "/etc/gpu-exporter/web/tls.key"},
-	}}}, func(w *want) { w.https, w.healthPort = true, 9402 }},
+	// kube-rbac-proxy's own certificate is self-signed: skipping
+	// verification has to be asked for.
+	{"rbacProxy", map[string]any{
+		"rbacProxy":  map[string]any{"enabled": true},
+		"monitoring": map[string]any{"tlsConfig": map[string]any{"insecureSkipVerify": true}},
+	}, func(w *want) { w.rbacProxy, w.https = true, true }},
+	{"webConfig", map[string]any{
+		"webConfig": map[string]any{"enabled": true, "tls": true, "config": map[string]any{
+			"tls_server_config": map[string]any{"cert_file": "/etc/gpu-exporter/web/tls.crt", "key_file": "/etc/gpu-exporter/web/tls.key"},
+		}},
+		"monitoring": map[string]any{"tlsConfig": map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "gpu-exporter-ca", "key": "ca.crt"}}}},
+	}, func(w *want) { w.https, w.healthPort = true, 9402 }},
 	{"remoteDCGM", map[string]any{"dcgm": map[string]any{"mode": "remote", "remoteAddress": "nvidia-dcgm:5555"}}, func(w *want) { w.remoteDCGM = "nvidia-dcgm:5555" }},
 	{"prometheusRule", map[string]any{"prometheusRule": map[string]any{"enabled": true}}, nil},
 	{"dashboards", map[string]any{"dashboards": map[string]any{"enabled": true}}, nil},
@@ -109,7 +117,7 @@ func TestHelmLint(t *testing.T) {
 	helm := tool(t, "helm")
 	chart := fixtureChart(t)
 	all := []string{
-		"serviceMonitor.enabled=true", "podMonitor.enabled=true", "rbacProxy.enabled=true",
+		"serviceMonitor.enabled=true", "podMonitor.enabled=true", "rbacProxy.enabled=true", "monitoring.tlsConfig.insecureSkipVerify=true",
 		"podMonitor.authorization.type=Bearer", "podMonitor.authorization.credentials.name=prometheus-token", "podMonitor.authorization.credentials.key=token",
 		"prometheusRule.enabled=true", "dashboards.enabled=true", "counters.csv=DCGM_FI_DEV_GPU_TEMP\\, gauge\\, t",
 	}
@@ -515,15 +523,11 @@ func TestHelmPrometheusRuleAndDashboards(t *testing.T) {
 	}
 	promtoolCheckRules(t, get(rule, "spec", "groups"))
 
-	var cm object
-	for _, c := range find(objs, "ConfigMap") {
-		if strings.HasSuffix(c.name(), "-dashboards") {
-			cm = c
-		}
+	cms := dashboardConfigMaps(t, objs)
+	if len(cms) != 1 || cms[0].name() != "gpu-gpu-exporter-dashboard-fixture" {
+		t.Fatalf("want one ConfigMap gpu-gpu-exporter-dashboard-fixture for the fixture dashboard, got %d", len(cms))
 	}
-	if cm == nil {
-		t.Fatal("no dashboards ConfigMap")
-	}
+	cm := cms[0]
 	if get(cm, "metadata", "labels", "grafana_dashboard") != "1" || get(cm, "metadata", "annotations", "grafana_folder") != "GPUs" {
 		t.Errorf("dashboards ConfigMap metadata = %v", cm["metadata"])
 	}

@@ -95,13 +95,13 @@ func TestHelmNamespaceLabel(t *testing.T) {
 	promtoolCheckRules(t, groups)
 
 	// The dashboards are those rendered for the label.
-	cm := dashboardsConfigMap(t, objs)
+	shipped := dashboardData(t, objs)
 	for _, b := range dashboards.All() {
 		data, err := dashboards.Render(b, dashboards.Options{NamespaceLabel: label})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := get(cm, "data", b.File); got != strings.TrimRight(string(data), "\n") {
+		if got := shipped[b.File]; got != strings.TrimRight(string(data), "\n") {
 			t.Errorf("dashboards ConfigMap: %s is not the dashboard rendered for %s", b.File, label)
 		}
 	}
@@ -115,17 +115,6 @@ func TestHelmNamespaceLabel(t *testing.T) {
 	if strings.Contains(string(rendered), label) {
 		t.Errorf("the default rendering names %s", label)
 	}
-}
-
-func dashboardsConfigMap(t *testing.T, objs []object) object {
-	t.Helper()
-	for _, c := range find(objs, "ConfigMap") {
-		if strings.HasSuffix(c.name(), "-dashboards") {
-			return c
-		}
-	}
-	t.Fatal("no dashboards ConfigMap")
-	return nil
 }
 
 func readChartFile(t *testing.T, name string) []byte {

@@ -65,17 +65,14 @@ func TestHelmMonitoringFollowsTheCluster(t *testing.T) {
 					t.Errorf("%d %s, want %d", got, k, b2i(tc.want))
 				}
 			}
-			dash := 0
-			for _, cm := range find(objs, "ConfigMap") {
-				if strings.HasSuffix(cm.name(), "-dashboards") {
-					dash++
-					if get(cm, "metadata", "labels", "grafana_dashboard") != "1" {
-						t.Errorf("dashboards ConfigMap lacks the Grafana sidecar's label grafana_dashboard=1: %v", get(cm, "metadata", "labels"))
-					}
+			dash := dashboardConfigMaps(t, objs)
+			for _, cm := range dash {
+				if get(cm, "metadata", "labels", "grafana_dashboard") != "1" {
+					t.Errorf("dashboard ConfigMap %s lacks the Grafana sidecar's label grafana_dashboard=1: %v", cm.name(), get(cm, "metadata", "labels"))
 				}
 			}
-			if dash != b2i(tc.want) {
-				t.Errorf("%d dashboards ConfigMaps, want %d", dash, b2i(tc.want))
+			if files := chartDashboards(t, ""); len(dash) != len(files)*b2i(tc.want) {
+				t.Errorf("%d dashboard ConfigMaps, want %d", len(dash), len(files)*b2i(tc.want))
 			}
 			if tc.wantRelase == "" {
 				return

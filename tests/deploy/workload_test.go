@@ -301,6 +301,15 @@ func checkMonitor(t *testing.T, mon object, endpointsKey string, w want) {
 	if w.https != (scheme == "https") {
 		t.Errorf("%s scheme = %q, want https=%v", mon.kind(), scheme, w.https)
 	}
+	// Over HTTPS the certificate is checked against a CA, or verification
+	// is skipped because the values asked for it; over HTTP no TLS settings.
+	tls, _ := ep["tlsConfig"].(map[string]any)
+	switch {
+	case w.https && tls["ca"] == nil && tls["insecureSkipVerify"] != true:
+		t.Errorf("%s scrapes HTTPS without a CA or an explicit insecureSkipVerify: %v", mon.kind(), tls)
+	case !w.https && tls != nil:
+		t.Errorf("%s has tlsConfig %v over HTTP", mon.kind(), tls)
+	}
 	sel := get(mon, "spec", "selector", "matchLabels")
 	if get(sel, "app.kubernetes.io/name") != "gpu-exporter" {
 		t.Errorf("%s selector = %v", mon.kind(), sel)

@@ -22,6 +22,40 @@ type chartScrape struct {
 	// relabelConfigs is the ServiceMonitor endpoint's relabelings in
 	// Prometheus' relabel_configs form.
 	relabelConfigs []map[string]any
+	// scheme, basicAuth and tlsConfig are the endpoint's, as rendered
+	// (Secret and ConfigMap key references).
+	scheme    string
+	basicAuth *operatorBasicAuth
+	tlsConfig *operatorTLSConfig
+}
+
+// keyRef is prometheus-operator's reference to one key of a Secret or
+// ConfigMap (a core/v1 SecretKeySelector or ConfigMapKeySelector).
+type keyRef struct {
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
+}
+
+// secretOrConfigMap is prometheus-operator's SecretOrConfigMap.
+type secretOrConfigMap struct {
+	Secret    *keyRef `yaml:"secret"`
+	ConfigMap *keyRef `yaml:"configMap"`
+}
+
+// operatorBasicAuth is a monitor endpoint's basicAuth.
+type operatorBasicAuth struct {
+	Username keyRef `yaml:"username"`
+	Password keyRef `yaml:"password"`
+}
+
+// operatorTLSConfig is the part of a monitor endpoint's tlsConfig the
+// chart renders (SafeTLSConfig).
+type operatorTLSConfig struct {
+	CA                 *secretOrConfigMap `yaml:"ca"`
+	Cert               *secretOrConfigMap `yaml:"cert"`
+	KeySecret          *keyRef            `yaml:"keySecret"`
+	ServerName         string             `yaml:"serverName"`
+	InsecureSkipVerify bool               `yaml:"insecureSkipVerify"`
 }
 
 // operatorRelabelKeys maps prometheus-operator's RelabelConfig fields
@@ -37,13 +71,17 @@ var operatorRelabelKeys = map[string]string{
 }
 
 // renderChartScrape renders the chart with its ServiceMonitor on and reads
-// the scrape settings from it.
-func renderChartScrape(t *testing.T) chartScrape {
+// the scrape settings from it; valuesFile, when set, is passed as --values.
+func renderChartScrape(t *testing.T, valuesFile ...string) chartScrape {
 	t.Helper()
 	helm := tool(t, "helm")
 	chart := filepath.Join(repoRoot(), "deployment", "helm", "gpu-exporter")
-	cmd := exec.Command(helm, "template", "gpu", chart, "--namespace", "gpu-monitoring",
-		"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--set", "serviceMonitor.enabled=true")
+	args := []string{"template", "gpu", chart, "--namespace", "gpu-exporter",
+		"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--set", "serviceMonitor.enabled=true"}
+	for _, f := range valuesFile {
+		args = append(args, "--values", f)
+	}
+	cmd := exec.Command(helm, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -68,8 +106,11 @@ func parseChartScrape(manifests []byte) (chartScrape, error) {
 		Spec struct {
 			JobLabel  string `yaml:"jobLabel"`
 			Endpoints []struct {
-				HonorLabels bool             `yaml:"honorLabels"`
-				Relabelings []map[string]any `yaml:"relabelings"`
+				HonorLabels bool               `yaml:"honorLabels"`
+				Relabelings []map[string]any   `yaml:"relabelings"`
+				Scheme      string             `yaml:"scheme"`
+				BasicAuth   *operatorBasicAuth `yaml:"basicAuth"`
+				TLSConfig   *operatorTLSConfig `yaml:"tlsConfig"`
 			} `yaml:"endpoints"`
 		} `yaml:"spec"`
 	}
@@ -100,7 +141,10 @@ func parseChartScrape(manifests []byte) (chartScrape, error) {
 	}
 	ep := sm.Spec.Endpoints[0]
 	// prometheus-operator names the job after the Service's jobLabel label.
-	cs := chartScrape{job: services[0].Metadata.Labels[sm.Spec.JobLabel], honorLabels: ep.HonorLabels}
+	cs := chartScrape{
+		job: services[0].Metadata.Labels[sm.Spec.JobLabel], honorLabels: ep.HonorLabels,
+		scheme: ep.Scheme, basicAuth: ep.BasicAuth, tlsConfig: ep.TLSConfig,
+	}
 	if cs.job == "" {
 		return chartScrape{}, fmt.Errorf("ServiceMonitor jobLabel %q: the Service has no such label", sm.Spec.JobLabel)
 	}

@@ -87,7 +87,7 @@ func testPodLabels(t *testing.T, s *stack) {
 		})
 	}
 	t.Run("no series carries the exporter's pod", func(t *testing.T) {
-		r, err := s.query(`count({job="gpu-exporter", pod=~"gpu-exporter-.*"}) or count({job="gpu-exporter", namespace="gpu-monitoring"})`)
+		r, err := s.query(`count({job="gpu-exporter", pod=~"gpu-exporter-.*"}) or count({job="gpu-exporter", namespace="gpu-exporter"})`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -315,7 +315,7 @@ scrape_configs:
 		fmt.Fprintf(&b, `      - targets: ['%s']
         labels:
           __meta_kubernetes_pod_node_name: %s
-          namespace: gpu-monitoring
+          namespace: gpu-exporter
           pod: gpu-exporter-%d
           container: gpu-exporter
 `, n.addr, n.name, i)

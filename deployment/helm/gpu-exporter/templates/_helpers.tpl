@@ -102,6 +102,9 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- else }}
 - --source={{ $v.exporter.source }}
 {{- end }}
+{{- if or (eq $v.naming "dcgm") $v.gpuOperator.inPlace }}
+- --naming=dcgm
+{{- end }}
 - --collect.interval={{ $v.exporter.collectInterval }}
 {{- if or $v.counters.csv $v.counters.existingConfigMap }}
 - --collect.counters=/etc/gpu-exporter/counters/counters.csv
@@ -150,41 +153,86 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- end }}
 {{- end }}
 
-{{/* Refuses process accounting's per-process mode under dcgm naming,
-which the exporter refuses at start (exit 2: "--collect.processes=process
-needs --naming=prometheus"), so the pod would crash-loop. The chart has no
-naming value: --naming=X comes from extraArgs (the last one wins, as pflag
-reads them) or, without one, from extraEnv's GPU_EXPORTER_NAMING (a flag
-wins over its environment twin). --collect.processes is always on the
-command line: the chart's, or a later one in extraArgs (the schema makes
-every extraArgs item a --flag or --flag=value). Container mode under dcgm
-naming only idles (the exporter warns and starts): it renders. */}}
-{{- define "gpu-exporter.checkProcessesNaming" -}}
-{{- $args := include "gpu-exporter.args" . | fromYamlArray }}
+{{/* The naming the exporter runs with, and where it comes from, as YAML
+{naming, from}: the `naming` value (gpuOperator.inPlace implies dcgm)
+reaches the exporter as --naming=dcgm on the command line; extraArgs may
+give --naming again (the last one wins, as pflag reads them); without any
+--naming flag, extraEnv's GPU_EXPORTER_NAMING (a flag wins over its
+environment twin); else prometheus. */}}
+{{- define "gpu-exporter.naming" -}}
 {{- $naming := "prometheus" }}
-{{- $namingFrom := "the default" }}
+{{- $from := "the default" }}
 {{- range .Values.extraEnv }}
 {{- if and (eq (toString .name) "GPU_EXPORTER_NAMING") (hasKey . "value") }}
 {{- $naming = toString .value }}
-{{- $namingFrom = "extraEnv GPU_EXPORTER_NAMING" }}
+{{- $from = "extraEnv GPU_EXPORTER_NAMING" }}
 {{- end }}
 {{- end }}
-{{- $processes := "" }}
-{{- $processesFrom := "processAccounting.mode" }}
+{{- $args := include "gpu-exporter.args" . | fromYamlArray }}
 {{- $chartArgs := sub (len $args) (len .Values.extraArgs) }}
 {{- range $i, $a := $args }}
 {{- $a = toString $a }}
 {{- if hasPrefix "--naming=" $a }}
 {{- $naming = trimPrefix "--naming=" $a }}
-{{- $namingFrom = "extraArgs" }}
-{{- else if hasPrefix "--collect.processes=" $a }}
+{{- $from = ternary "extraArgs" (ternary "gpuOperator.inPlace" "the naming value" $.Values.gpuOperator.inPlace) (ge $i $chartArgs) }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "naming" $naming "from" $from) }}
+{{- end }}
+
+{{/* Refuses process accounting's per-process mode under dcgm naming,
+which the exporter refuses at start (exit 2: "--collect.processes=process
+needs --naming=prometheus"), so the pod would crash-loop. The naming is
+gpu-exporter.naming's. --collect.processes is always on the command line:
+the chart's, or a later one in extraArgs (the schema makes every extraArgs
+item a --flag or --flag=value). Container mode under dcgm naming only idles
+(the exporter warns and starts): it renders. */}}
+{{- define "gpu-exporter.checkProcessesNaming" -}}
+{{- $args := include "gpu-exporter.args" . | fromYamlArray }}
+{{- $n := include "gpu-exporter.naming" . | fromYaml }}
+{{- $processes := "" }}
+{{- $processesFrom := "processAccounting.mode" }}
+{{- $chartArgs := sub (len $args) (len .Values.extraArgs) }}
+{{- range $i, $a := $args }}
+{{- $a = toString $a }}
+{{- if hasPrefix "--collect.processes=" $a }}
 {{- $processes = trimPrefix "--collect.processes=" $a }}
 {{- if ge $i $chartArgs }}{{ $processesFrom = "extraArgs" }}{{ end }}
 {{- end }}
 {{- end }}
-{{- if and (eq $processes "process") (eq $naming "dcgm") }}
-{{- fail (printf "--collect.processes=process (from %s) needs --naming=prometheus, but --naming=dcgm comes from %s: dcgm naming has no per-process families and the exporter refuses to start with both (the pod would crash-loop); use processAccounting.mode=container or turn process accounting off, or drop --naming=dcgm" $processesFrom $namingFrom) }}
+{{- if and (eq $processes "process") (eq $n.naming "dcgm") }}
+{{- fail (printf "--collect.processes=process (from %s) needs --naming=prometheus, but --naming=dcgm comes from %s: dcgm naming has no per-process families and the exporter refuses to start with both (the pod would crash-loop); use processAccounting.mode=container or turn process accounting off, or use Prometheus naming" $processesFrom $n.from) }}
 {{- end }}
+{{- end }}
+
+{{/* Combinations the chart refuses, each with why. */}}
+{{- define "gpu-exporter.checks" -}}
+{{- $v := .Values }}
+{{- if and $v.processAccounting.enabled $v.gpuOperator.enabled }}
+{{- fail "processAccounting.enabled with gpuOperator.enabled: process accounting reads each GPU's processes through NVML, which opens the GPU device nodes (/dev/nvidia*) and holds them for the pod's life; gpuOperator mode reads DCGM from the Operator's hostengine precisely so that the exporter holds no device node while the Operator's driver manager unloads the driver or reconfigures MIG. Turn one of them off (docs/shared-gpus.md)" }}
+{{- end }}
+{{- $n := include "gpu-exporter.naming" . | fromYaml }}
+{{- if and $v.gpuOperator.inPlace (ne $n.naming "dcgm") }}
+{{- fail (printf "gpuOperator.inPlace replaces dcgm-exporter and needs dcgm naming, but --naming=%s comes from %s; drop it" $n.naming $n.from) }}
+{{- end }}
+{{- if eq $n.naming "dcgm" }}
+{{- if and (eq (toString $v.prometheusRule.enabled) "true") (not (include "gpu-exporter.dcgmVariant" (dict "ctx" . "glob" "files/rules/dcgm/*.yaml"))) }}
+{{- fail (printf "prometheusRule.enabled=true with dcgm naming (from %s): the chart's rules read Prometheus names (gpu_*), so under dcgm naming every absent-alert would fire and every hardware alert would be blind, and the chart holds no dcgm-naming variant; set prometheusRule.enabled to auto or false" $n.from) }}
+{{- end }}
+{{- if and (eq (toString $v.dashboards.enabled) "true") (not (include "gpu-exporter.dcgmVariant" (dict "ctx" . "glob" "files/dashboards/dcgm/*.json"))) }}
+{{- fail (printf "dashboards.enabled=true with dcgm naming (from %s): the chart's dashboards query Prometheus names (gpu_*) and would show no data, and the chart holds no dcgm-naming variant; set dashboards.enabled to auto or false" $n.from) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the chart holds files of a dcgm-naming variant (.glob). */}}
+{{- define "gpu-exporter.dcgmVariant" -}}
+{{- if .ctx.Files.Glob .glob }}true{{ end }}
+{{- end }}
+
+{{/* Whether the exporter runs with dcgm naming: "true" or nothing. */}}
+{{- define "gpu-exporter.dcgmNaming" -}}
+{{- if eq (include "gpu-exporter.naming" . | fromYaml).naming "dcgm" }}true{{ end }}
 {{- end }}
 
 {{/* The exporter container's security context: the values', plus
@@ -245,11 +293,13 @@ identity (the exporter's own namespace, pod and container) must not reach
 series of GPUs no pod holds; the node name comes from service discovery.
 job and instance stay. */}}
 {{- define "gpu-exporter.relabelings" -}}
+{{- if not .ctx.Values.gpuOperator.inPlace }}
 - action: replace
   sourceLabels: [__meta_kubernetes_pod_node_name]
   targetLabel: node
 - action: labeldrop
   regex: (namespace|pod|container)
+{{- end }}
 {{- with .extra }}
 {{ toYaml . }}
 {{- end }}
@@ -351,7 +401,7 @@ in the new label while `namespace` becomes the monitor's namespace.
 */}}
 {{- define "gpu-exporter.metricRelabelings" -}}
 {{- $label := include "gpu-exporter.namespaceLabel" .ctx }}
-{{- if ne $label "namespace" }}
+{{- if and (ne $label "namespace") (not .ctx.Values.gpuOperator.inPlace) }}
 - sourceLabels: [namespace]
   regex: (.+)
   targetLabel: {{ $label }}
@@ -363,4 +413,74 @@ in the new label while `namespace` becomes the monitor's namespace.
 {{- with .extra }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/*
+How a monitor's endpoint authenticates and verifies the exporter: scheme,
+tlsConfig and basicAuth, from monitoring.tlsConfig and monitoring.basicAuth.
+Over HTTPS the certificate is checked against monitoring.tlsConfig.ca unless
+insecureSkipVerify is set explicitly; one of them is required. A web config
+with basic auth needs credentials, or every scrape gets 401. .kind names the
+monitor in the refusals.
+*/}}
+{{- define "gpu-exporter.scrapeAuth" -}}
+{{- $v := .ctx.Values }}
+{{- $tls := $v.monitoring.tlsConfig | default dict }}
+{{- if and $v.webConfig.enabled $v.webConfig.basicAuth (not $v.monitoring.basicAuth) }}
+{{- fail (printf "webConfig.basicAuth: the %s would scrape without credentials and every scrape would get 401; set monitoring.basicAuth to a Secret's keys, e.g. {username: {name: gpu-exporter-scrape, key: username}, password: {name: gpu-exporter-scrape, key: password}}" .kind) }}
+{{- end }}
+{{- if and $v.monitoring.basicAuth $v.rbacProxy.enabled }}
+{{- fail "monitoring.basicAuth with rbacProxy: kube-rbac-proxy authenticates scrapes by service-account token, not basic auth; drop monitoring.basicAuth" }}
+{{- end }}
+{{- if include "gpu-exporter.https" .ctx }}
+{{- if not (or $tls.ca $tls.insecureSkipVerify) }}
+{{- fail (printf "the %s scrapes over HTTPS (webConfig.tls or rbacProxy) and has no way to verify the certificate: set monitoring.tlsConfig.ca to the CA bundle's Secret or ConfigMap key, e.g. {secret: {name: gpu-exporter-ca, key: ca.crt}}, or opt out of verification with monitoring.tlsConfig.insecureSkipVerify=true" .kind) }}
+{{- end }}
+{{- if and $tls.ca $tls.insecureSkipVerify }}
+{{- fail "monitoring.tlsConfig: ca and insecureSkipVerify exclude each other (a CA that is never checked); keep one" }}
+{{- end }}
+scheme: https
+tlsConfig:
+  {{- with $tls.ca }}
+  ca:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $tls.cert }}
+  cert:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $tls.keySecret }}
+  keySecret:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $tls.serverName }}
+  serverName: {{ . }}
+  {{- end }}
+  {{- if $tls.insecureSkipVerify }}
+  insecureSkipVerify: true
+  {{- end }}
+{{- end }}
+{{- with $v.monitoring.basicAuth }}
+basicAuth:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+In place of the GPU Operator's dcgm-exporter (gpuOperator.inPlace), the
+labels, port name and jobLabel the Operator gives its exporter's Service,
+pods and ServiceMonitor (NVIDIA/gpu-operator,
+assets/state-dcgm-exporter/0400_service.yaml, 0500_service_monitor.yaml and
+0800_daemonset.yaml), so that `job` reads nvidia-dcgm-exporter as before.
+*/}}
+{{- define "gpu-exporter.inPlaceLabels" -}}
+app: nvidia-dcgm-exporter
+{{- end }}
+
+{{- define "gpu-exporter.servicePort" -}}
+{{- ternary "gpu-metrics" "metrics" .Values.gpuOperator.inPlace }}
+{{- end }}
+
+{{- define "gpu-exporter.jobLabel" -}}
+{{- ternary "app" "app.kubernetes.io/name" .Values.gpuOperator.inPlace }}
 {{- end }}
