@@ -42,6 +42,7 @@ func TestRightsizeCommand(t *testing.T) {
 		{"bad headroom", []string{url, "--headroom=-1"}, 2, "--headroom=-1"},
 		{"bad coverage", []string{url, "--min-coverage=2"}, 2, "--min-coverage=2"},
 		{"bad timeout", []string{url, "--timeout=0s"}, 2, "--timeout=0s"},
+		{"timeout under the floor", []string{url, "--timeout=1ns"}, 2, "--timeout=1ns: want at least 100ms"},
 		{"unknown flag", []string{url, "--nope"}, 2, "unknown flag: --nope"},
 		{"url without a scheme", []string{"--prometheus.url=prometheus:9090"}, 2, `--prometheus.url="prometheus:9090": want an http:// or https:// URL`},
 		{"url without a scheme or port", []string{"--prometheus.url=prometheus"}, 2, `--prometheus.url="prometheus"`},

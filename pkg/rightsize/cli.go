@@ -18,6 +18,9 @@ const Summary = "read GPU usage recorded in Prometheus and recommend, per worklo
 // subcommand) and returns its exit code: 0, 1 when Prometheus could not
 // answer, 2 for a wrong flag. It prints, per workload, its current GPU or MIG size, the size
 // its recorded usage fits, and the GPU-hours the change frees
+// MinTimeout is the shortest --timeout accepted.
+const MinTimeout = 100 * time.Millisecond
+
 // (docs/rightsizing.md).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("gpu-exporter rightsize", pflag.ContinueOnError)
@@ -49,8 +52,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("--headroom=%v: want 0 to 10", *headroom)
 	case !(*minCoverage >= 0 && *minCoverage <= 1):
 		err = fmt.Errorf("--min-coverage=%v: want 0 to 1", *minCoverage)
-	case *timeout <= 0:
-		err = fmt.Errorf("--timeout=%v: want more than 0", *timeout)
+	case *timeout < MinTimeout:
+		// 1ns failed every query before it was sent.
+		err = fmt.Errorf("--timeout=%v: want at least %v", *timeout, MinTimeout)
 	case *maxBytes < 1:
 		err = fmt.Errorf("--prometheus.max-response-bytes=%d: want 1 or more", *maxBytes)
 	case *maxSeries < 1:
