@@ -29,6 +29,9 @@ type CountersFile struct {
 	// DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT rows; nil when
 	// the file does not list them. Only dcgm naming exports them.
 	XIDErrorsCount, ClockEventsCount *ExporterCounter
+	// GPUHealthStatus is the DCGM_EXP_GPU_HEALTH_STATUS row; nil when the
+	// file does not list it. Only dcgm naming exports it.
+	GPUHealthStatus *ExporterCounter
 	// Skipped are rows naming something dcgm-exporter exports and
 	// gpu-exporter does not; they are left out rather than failing the file.
 	Skipped []Skipped
@@ -161,7 +164,11 @@ func (c *CountersFile) add(r row, at location, cat *fields.Catalog, seen map[see
 	for _, x := range []struct {
 		name string
 		dst  **ExporterCounter
-	}{{fields.XIDErrorsCountName, &c.XIDErrorsCount}, {fields.ClockEventsCountName, &c.ClockEventsCount}} {
+	}{
+		{fields.XIDErrorsCountName, &c.XIDErrorsCount},
+		{fields.ClockEventsCountName, &c.ClockEventsCount},
+		{fields.GPUHealthStatusName, &c.GPUHealthStatus},
+	} {
 		if !strings.EqualFold(r.name, x.name) {
 			continue
 		}

@@ -79,6 +79,7 @@ const (
 	famHealth
 	famXIDWindow
 	famClockEventsWindow
+	famGPUHealthStatus
 	famContainerUtilization
 	famContainerMemory
 	famContainerProcesses

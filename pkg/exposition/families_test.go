@@ -63,7 +63,8 @@ func TestRenderedFamiliesAreDeclared(t *testing.T) {
 	window := func(name string) *WindowCounter {
 		return &WindowCounter{Name: name, Help: "h", Type: fields.Gauge, Window: time.Minute}
 	}
-	k := Counters{XIDErrorsCount: window(fields.XIDErrorsCountName), ClockEventsCount: window(fields.ClockEventsCountName)}
+	k := Counters{XIDErrorsCount: window(fields.XIDErrorsCountName), ClockEventsCount: window(fields.ClockEventsCountName),
+		GPUHealthStatus: &ExporterFamily{Name: fields.GPUHealthStatusName, Help: "h", Type: fields.Gauge}}
 	for _, naming := range []Naming{NamingPrometheus, NamingDCGM} {
 		t.Run(naming.String(), func(t *testing.T) {
 			t.Parallel()

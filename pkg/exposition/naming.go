@@ -101,6 +101,16 @@ type Counters struct {
 	// XIDErrorsCount and ClockEventsCount configure dcgm-exporter's window
 	// counters; nil leaves them out. Dcgm naming only.
 	XIDErrorsCount, ClockEventsCount *WindowCounter
+	// GPUHealthStatus configures dcgm-exporter's DCGM_EXP_GPU_HEALTH_STATUS;
+	// nil leaves it out. Dcgm naming only.
+	GPUHealthStatus *ExporterFamily
+}
+
+// ExporterFamily names one of dcgm-exporter's DCGM_EXP_* families that a
+// counters file row turns on, with the row's type and help.
+type ExporterFamily struct {
+	Name, Help string
+	Type       fields.Type
 }
 
 // WindowCounter configures one of dcgm-exporter's DCGM_EXP_* counters: per
@@ -119,7 +129,8 @@ type scheme interface {
 	// families; they are never exported as series.
 	watchSet(k Counters) (set []fields.Field, extra int)
 	// wantsHealth reports whether the naming exports lost GPUs and health
-	// incidents, so that the collector asks the source for them.
+	// incidents, so that the collector asks the source for them. It is
+	// asked after watchSet, which may decide it from the counters.
 	wantsHealth() bool
 	// derive records the raw events of one collection (the sample's XID
 	// events) and sets the families derived from them on in.

@@ -21,6 +21,9 @@ type dcgmScheme struct {
 	// events window counter when the counters do not list it.
 	clockEvents fields.Field
 	hasClock    bool
+	// health is the DCGM_EXP_GPU_HEALTH_STATUS row of the counters being
+	// watched (watchSet records it); nil when they do not list it.
+	health *ExporterFamily
 }
 
 func newDCGMScheme(o DCGMOptions) *dcgmScheme {
@@ -49,11 +52,19 @@ func declareDCGMFamilies(d *[numFamilies]Family) {
 		Labels:   []string{EntityLabels, WindowClockEvent, windowSizeLabel, HolderLabels},
 		Optional: []string{WindowClockEvent},
 	}
+	d[famGPUHealthStatus] = Family{
+		Name: fields.GPUHealthStatusName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
+		Help: "Per GPU (never per MIG instance) and DCGM health watch (`PCIE`, `NVLINK`, `PMU`, `MCU`, `MEM`, `SM`, `INFOROM`, `THERMAL`, `POWER`, `DRIVER`, `ALL`), " +
+			"DCGM's result: 0 pass, 10 warning, 20 failure; `" + healthErrorLabel + "` is `DCGM_FR_OK` or the `DCGM_FR_*` name of the last incident's code. " +
+			"Absent while the health check fails.",
+		Labels: []string{EntityLabels, healthErrorLabel, healthWatchLabel, HolderLabels},
+	}
 }
 
 // watchSet adds the label fields and the fields window counters need that
 // are not collected anyway.
 func (n *dcgmScheme) watchSet(k Counters) (set []fields.Field, extra int) {
+	n.health = k.GPUHealthStatus
 	set = append([]fields.Field(nil), k.Fields...)
 	for _, l := range k.Labels {
 		l.Kind = fields.Label
@@ -68,8 +79,9 @@ func (n *dcgmScheme) watchSet(k Counters) (set []fields.Field, extra int) {
 
 func isClockEvents(f fields.Field) bool { return f.ID == fields.ClockEventReasonsID }
 
-// wantsHealth is false: dcgm-exporter has no lost or health families.
-func (*dcgmScheme) wantsHealth() bool { return false }
+// wantsHealth is true when the counters list DCGM_EXP_GPU_HEALTH_STATUS:
+// dcgm-exporter has no lost-GPU family.
+func (n *dcgmScheme) wantsHealth() bool { return n.health != nil }
 
 func (*dcgmScheme) labelFields() bool { return true }
 
@@ -98,11 +110,15 @@ func (n *dcgmScheme) column(f *fields.Field, col int) column {
 	return c
 }
 
-// render writes the fields, then the window counters.
-func (*dcgmScheme) render(p *pageWriter, in Input) {
+// render writes the fields, then the window counters and the health
+// status.
+func (n *dcgmScheme) render(p *pageWriter, in Input) {
 	p.renderFields(in)
 	for i := range in.Windows {
 		p.renderWindow(in, &in.Windows[i])
+	}
+	if n.health != nil {
+		p.renderGPUHealthStatus(in, n.health)
 	}
 }
 

@@ -247,7 +247,9 @@ type Input struct {
 	// (Prometheus naming); Derive sets them from the sample's XID events.
 	XIDs []XIDCount
 	// Lost are GPUs that left the inventory; Health the incidents of the
-	// source's health watches (Prometheus naming).
+	// source's health watches (Prometheus naming; dcgm naming when the
+	// counters list DCGM_EXP_GPU_HEALTH_STATUS, where nil means no check
+	// result and an empty slice a check every watch passed).
 	Lost   []source.LostGPU
 	Health []source.HealthIncident
 	// Extra is the number of trailing sample columns watched only to feed

@@ -21,6 +21,9 @@ const (
 	// ClockEventsCountName counts samples with each clock event reason
 	// active per GPU over a window.
 	ClockEventsCountName = "DCGM_EXP_CLOCK_EVENTS_COUNT"
+	// GPUHealthStatusName is the result of each of DCGM's health watches
+	// per GPU.
+	GPUHealthStatusName = "DCGM_EXP_GPU_HEALTH_STATUS"
 )
 
 // labelTable lists DCGM string fields that counters files name as "label"
@@ -67,7 +70,6 @@ func notExportedTable() []struct {
 	}{
 		{[]string{"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_PCIE_TX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_TX_BYTES"},
 		{[]string{"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_PCIE_RX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_RX_BYTES"},
-		{[]string{"DCGM_EXP_GPU_HEALTH_STATUS"}, "DCGM health watches are exported as gpu_health_status, not through the counters file"},
 		{[]string{"DCGM_EXP_P2P_STATUS"}, "P2P link status is not collected"},
 	}
 }

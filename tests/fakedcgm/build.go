@@ -152,6 +152,31 @@ func BuildTo(dir string) (*Lib, error) {
 	return &Lib{Dir: abs, Path: path}, nil
 }
 
+// BuildProgram compiles the C program src (a DCGM client written against
+// dcgm_agent.h) into dir, linked against lib as a real program links
+// against libdcgm.so.4, and returns the executable's path. Run it with
+// LD_LIBRARY_PATH=lib.Dir and the Env's variables.
+func BuildProgram(t testing.TB, lib *Lib, src string) string {
+	t.Helper()
+	cc, err := compiler()
+	if errors.Is(err, ErrNoCompiler) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, err := includeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	args := []string{"-O1", "-Wall", "-Wextra", "-I" + inc, "-o", exe, src, lib.Path}
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("fakedcgm: %s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
+	}
+	return exe
+}
+
 func cflags(inc string) []string {
 	return []string{"-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-fvisibility=hidden",
 		"-I" + inc, "-Wl,-soname," + SOName}

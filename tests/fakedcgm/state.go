@@ -191,6 +191,25 @@ type HealthIncident struct {
 	Message string
 }
 
+// P2P sets the NvLink P2P status (dcgm_structs.h dcgmNvLinkGpuP2PStatus_t:
+// 0 OK, 1 chipset not supported, 2 GPU not supported, 3 topology not
+// supported, 4 disabled by regkey, 5 not supported, 6 unknown) from GPU to
+// Peer. Without one, two GPUs that both have NVLinks up are OK and other
+// pairs not supported.
+type P2P struct {
+	GPU, Peer, Status int
+}
+
+// CPU is an NVIDIA CPU of dcgmGetCpuHierarchy, owning cores FirstCore to
+// LastCore. Without any, the hierarchy calls answer
+// DCGM_ST_MODULE_NOT_LOADED, as DCGM's sysmon module does not load on other
+// CPUs.
+type CPU struct {
+	ID                  int
+	FirstCore, LastCore int
+	Serial              string
+}
+
 // Fault makes Func ("dcgmWatchFields", or "*" for all) fail with Code, or
 // block for Hang first. Count limits it to the first Count calls after the
 // state file changes (0 = every call).
@@ -220,6 +239,8 @@ type State struct {
 	// Switches are the NVSwitches; LinkStates override link states.
 	Switches   []NVSwitch
 	LinkStates []LinkState
+	P2P        []P2P
+	CPUs       []CPU
 }
 
 func quote(s string) string {
@@ -294,6 +315,16 @@ func (s *State) Render() string {
 	}
 	for _, h := range s.Health {
 		fmt.Fprintf(&b, "health %d %#x %d %d %s\n", h.GPU, h.System, h.Result, h.Code, h.Message)
+	}
+	for _, x := range s.P2P {
+		fmt.Fprintf(&b, "p2p %d %d %d\n", x.GPU, x.Peer, x.Status)
+	}
+	for _, c := range s.CPUs {
+		fmt.Fprintf(&b, "cpu %d cores=%d-%d", c.ID, c.FirstCore, c.LastCore)
+		if c.Serial != "" {
+			fmt.Fprintf(&b, " serial=%s", quote(c.Serial))
+		}
+		b.WriteByte('\n')
 	}
 	if len(s.Unknown) > 0 {
 		ids := make([]string, len(s.Unknown))

@@ -89,15 +89,22 @@ func subsystemName(system uint) string {
 		return "connectx"
 	case 0x2000:
 		return "imex"
+	case 0xFFFFFFFF:
+		// DCGM_HEALTH_WATCH_ALL: DCGM reports GPU-wide XIDs (79, 95)
+		// under it (dcgm-exporter's gpu_health_collector.go, tag
+		// 4.5.3-4.8.2, exports them as health_watch="ALL").
+		return "all"
 	default:
 		return "other"
 	}
 }
 
-// incidents converts a DCGM health report to the source's incidents.
+// incidents converts a DCGM health report to the source's incidents: an
+// empty, non-nil slice when every watch passed, so that dcgm naming tells a
+// passing check from none (Input.Health).
 func incidents(r *HealthReport) []source.HealthIncident {
 	if r == nil {
-		return nil
+		return []source.HealthIncident{}
 	}
 	out := make([]source.HealthIncident, 0, len(r.Incidents))
 	for _, in := range r.Incidents {

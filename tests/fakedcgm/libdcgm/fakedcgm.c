@@ -48,6 +48,14 @@
  *                                 an XID event; the latest one is also the
  *                                 value of field 230
  *   health <gpuId> <system mask> <result 0|10|20> <code> <message>
+ *   p2p <gpuId> <peerGpuId> <status>
+ *                                 the NvLink P2P status (dcgmNvLinkGpuP2PStatus_t,
+ *                                 0..6) from one GPU to another; without one, two
+ *                                 GPUs that both have NvLinks up are OK (0) and
+ *                                 any other pair NotSupported (5)
+ *   cpu <id> cores=<first>-<last> [serial=<s>]
+ *                                 an NVIDIA CPU of dcgmGetCpuHierarchy; without
+ *                                 any, DCGM's sysmon module is not loaded
  *   fail <function|*> <dcgm code> [n=<count>]
  *                                 make a function return an error (the first
  *                                 <count> calls after the file changed, or all);
@@ -72,7 +80,8 @@
  * its field's type, and a field is read at its entity level, so a GPU-level
  * field read on a GPU instance or compute instance returns the parent GPU's
  * value ("value gi ..." lines for GPU-level fields are never seen, as on a
- * real hostengine).
+ * real hostengine). A global-scope field (the driver and NVML versions) has
+ * one value, "value none 0 <field> ...", whatever entity it is read on.
  *
  * After every call the fake rewrites a calls file (FAKEDCGM_CALLS, default
  * <FAKEDCGM_STATE>.calls) with one "<function> <count>" line per entry point
@@ -106,6 +115,7 @@
 #define MAX_XIDS 1024
 #define MAX_HEALTH 256
 #define MAX_FAULTS 64
+#define MAX_P2P 1024
 #define MAX_UNKNOWN_FIELDS 64
 #define MAX_SWITCHES DCGM_MAX_NUM_SWITCHES
 #define MAX_LINKSTATES 1024
@@ -186,6 +196,17 @@ struct health {
     char msg[STR];
 };
 
+/* p2p overrides the NvLink P2P status of one ordered GPU pair. */
+struct p2p {
+    int gpu, peer, status;
+};
+
+/* An NVIDIA CPU (DCGM_FE_CPU) owning cores first..last. */
+struct cpu {
+    int id, first, last;
+    char serial[STR];
+};
+
 struct fault {
     char fn[64];
     int code;     /* fail: code; hang: 0 */
@@ -210,10 +231,14 @@ struct state {
     int nswitches, nlinkstates;
     struct nvswitch switches[MAX_SWITCHES];
     struct linkstate linkstates[MAX_LINKSTATES];
+    int np2p, ncpus;
+    struct p2p p2p[MAX_P2P];
+    struct cpu cpus[DCGM_MAX_NUM_CPUS];
 };
 
 struct group {
     int used;
+    char name[DCGM_MAX_STR_LENGTH];
     int nentities;
     dcgmGroupEntityPair_t entities[MAX_GROUP_ENTITIES];
     unsigned int health;
@@ -552,6 +577,25 @@ static void parse_line(struct state *s, char *line)
             p++;
         copy_str(h->msg, p);
         s->nhealth++;
+    } else if (strcmp(cmd, "p2p") == 0 && s->np2p < MAX_P2P) {
+        char *g = next_token(&p), *peer = next_token(&p), *status = next_token(&p);
+        if (!g || !peer || !status)
+            return;
+        s->p2p[s->np2p++] = (struct p2p){atoi(g), atoi(peer), atoi(status)};
+    } else if (strcmp(cmd, "cpu") == 0 && s->ncpus < DCGM_MAX_NUM_CPUS) {
+        struct cpu *c = &s->cpus[s->ncpus];
+        memset(c, 0, sizeof(*c));
+        if (!(tok = next_token(&p)))
+            return;
+        c->id = atoi(tok);
+        c->last = -1;
+        while ((tok = next_token(&p))) {
+            if (kv(tok, "cores", &val))
+                sscanf(val, "%d-%d", &c->first, &c->last);
+            else if (kv(tok, "serial", &val))
+                copy_str(c->serial, val);
+        }
+        s->ncpus++;
     } else if (strcmp(cmd, "unknown") == 0) {
         char *ids = next_token(&p);
         for (char *q = ids; q && *q && s->nunknown < MAX_UNKNOWN_FIELDS;) {
@@ -907,17 +951,26 @@ static int link_state(int type, int parent, int index)
     return g->status == ST_OK ? DcgmNvLinkLinkStateUp : DcgmNvLinkLinkStateDown;
 }
 
-/* link_exists: a link entity is valid when its parent exists and the link
- * is supported (DcgmHostEngineHandler::GetIsValidEntityId checks the GPU of
- * a GPU link; the NvSwitch module, a switch port below
- * DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH). */
+/* link_exists: a link entity is valid when its parent exists and its index
+ * is in range, whatever the link's state. For a GPU's link,
+ * DcgmHostEngineHandler::GetIsValidEntityId (dcgmlib/src/
+ * DcgmHostEngineHandler.cpp, DCGM 4.6.0) asks
+ * DcgmCacheManager::GetIsValidEntityId (DcgmCacheManager.cpp), which checks
+ * the GPU id and refuses an index at or above
+ * DCGM_NVLINK_MAX_LINKS_PER_GPU * 2 (sic: twice the per-GPU limit of
+ * dcgm_structs.h), so a link that is down or not supported is still a
+ * valid entity (its fields read blank). A switch port is valid below
+ * DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH when the NvSwitch module lists the
+ * switch (GetIsValidEntityId, then GetAllEntitiesOfEntityGroup). */
 static int link_exists(int raw)
 {
     int type, index, parent;
     link_decode(raw, &type, &index, &parent);
-    if (type != DCGM_FE_GPU && type != DCGM_FE_SWITCH)
-        return 0;
-    return link_state(type, parent, index) != DcgmNvLinkLinkStateNotSupported;
+    if (type == DCGM_FE_GPU)
+        return find_gpu(parent) != NULL && index < DCGM_NVLINK_MAX_LINKS_PER_GPU * 2;
+    if (type == DCGM_FE_SWITCH)
+        return find_switch(parent) != NULL && index < DCGM_NVLINK_MAX_LINKS_PER_NVSWITCH;
+    return 0;
 }
 
 /* gpu_of returns the physical GPU an entity lives on, or NULL. */
@@ -971,15 +1024,30 @@ static int field_group_has(const struct field_group *fg, int field)
 
 static long long now_usec(void);
 
+/* is_global: the field's scope is DCGM_FS_GLOBAL (dcgm_fields.h), as the
+ * NVML and driver versions are. */
+static int is_global(int field)
+{
+    const dcgm_field_meta_t *m = field_meta(field);
+    return m && m->scope == DCGM_FS_GLOBAL;
+}
+
 /* watch_state tells whether a watch covers (entity, field): 0 no, 1 yes but
  * its first update cycle has not run yet, 2 yes with samples. */
 static int watch_state(int eg, int id, int field)
 {
     int state = 0;
     long long now = now_usec();
+    /* A global-scope field has one watch whatever entity it is watched
+     * or read on: DcgmCacheManager::AddFieldWatch logs "Fixing global field
+     * watch to be correct scope" and watches it at DCGM_FE_NONE, and
+     * GetLatestSample/GetSamples read it there ("Fixing entityGroupId for
+     * global field"; dcgmlib/src/DcgmCacheManager.cpp, DCGM 4.6.0). */
+    int global = is_global(field);
     for (int i = 0; i < MAX_WATCHES; i++) {
         struct watch *w = &watches[i];
-        if (w->used && group_has(&groups[w->group], eg, id) && field_group_has(&field_groups[w->field_group], field)) {
+        if (w->used && (global || group_has(&groups[w->group], eg, id)) &&
+            field_group_has(&field_groups[w->field_group], field)) {
             if (now >= w->first_sample)
                 return 2;
             state = 1;
@@ -1015,12 +1083,20 @@ static unsigned long long cpu_affinity_word(const struct gpu *g, int w)
  * at the entity asked for. That is DcgmCacheManager::SetPracticalEntityInfo
  * in dcgmlib/src/DcgmCacheManager.cpp (NVIDIA/DCGM): "This field can only be
  * watched / retrieved at the GPU level. If passed in an instance or compute
- * instance, then translate it to the corresponding GPU id." */
+ * instance, then translate it to the corresponding GPU id."
+ * A global-scope field is read at DCGM_FE_NONE whatever the entity (GPU,
+ * GPU instance, compute instance): the cache manager keeps one global
+ * watch for it (see watch_state). */
 static void practical_entity(int eg, int id, int field, int *peg, int *pid)
 {
     *peg = eg;
     *pid = id;
     const dcgm_field_meta_t *m = field_meta(field);
+    if (m && m->scope == DCGM_FS_GLOBAL) {
+        *peg = DCGM_FE_NONE;
+        *pid = 0;
+        return;
+    }
     if (!m || (eg != DCGM_FE_GPU_I && eg != DCGM_FE_GPU_CI))
         return;
     struct ci *ci = eg == DCGM_FE_GPU_CI ? find_ci(id) : NULL;
@@ -1114,7 +1190,10 @@ static void lookup(int eg, int id, int field, int live, struct value *out)
             return;
         }
     }
-    if (!g && !on_switch) {
+    /* DCGM_FE_NONE is always a valid entity
+     * (DcgmHostEngineHandler::GetIsValidEntityId); global fields live there. */
+    int global = eg == DCGM_FE_NONE && is_global(field);
+    if (!g && !on_switch && !global) {
         out->status = DCGM_ST_BADPARAM;
         return;
     }
@@ -1169,6 +1248,12 @@ static void lookup_at(int eg, int id, int field, struct value *out)
             return;
         }
     }
+    if (peg == DCGM_FE_NONE && field == DCGM_FI_DRIVER_VERSION) {
+        out->status = DCGM_ST_OK;
+        out->type = DCGM_FT_STRING;
+        copy_str(out->s, st.driver);
+        return;
+    }
     if (!g) {
         out->status = DCGM_ST_NO_DATA;
         out->type = DCGM_FT_INT64;
@@ -1180,10 +1265,6 @@ static void lookup_at(int eg, int id, int field, struct value *out)
     out->status = DCGM_ST_OK;
     out->type = DCGM_FT_INT64;
     switch (field) {
-    case DCGM_FI_DRIVER_VERSION:
-        out->type = DCGM_FT_STRING;
-        copy_str(out->s, st.driver);
-        return;
     case DCGM_FI_DEV_NAME:
         /* On a GPU instance DCGM reports the MIG profile name
          * (DcgmCacheManager.cpp, DCGM_FI_DEV_GPU_NAME for DCGM_FE_GPU_I). */
@@ -1302,6 +1383,10 @@ API const char *errorString(dcgmReturn_t result)
         return "An input argument is not large enough";
     case DCGM_ST_MAX_LIMIT:
         return "Max limit reached";
+    case DCGM_ST_NOT_CONFIGURED:
+        return "Setting not configured";
+    case DCGM_ST_MODULE_NOT_LOADED:
+        return "This request is serviced by a module of DCGM that is not currently loaded";
     default:
         return "Unknown error (fakedcgm)";
     }
@@ -1556,21 +1641,43 @@ static uint64_t nvlink_path(int links)
     return (uint64_t)DCGM_TOPOLOGY_NVLINK1 << (links - 1);
 }
 
+/* topology_path_legacy is TopologyPathToLegacy (dcgmlib/src/
+ * DcgmTopology.cpp, DCGM 4.6.0): the PCI bits as they are, the NvLink count
+ * (NvLinkScore: the bit width of the NvLink bits above bit 8) capped at
+ * DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3 and set again as a one-hot
+ * DCGM_TOPOLOGY_NVLINKn (NvLinkPathFromLinkQuantity). */
+static dcgmGpuTopologyLevel_v1_t topology_path_legacy(uint64_t path)
+{
+    uint64_t pci = (uint64_t)DCGM_TOPOLOGY_PATH_PCI(path);
+    uint64_t nv = (uint64_t)DCGM_TOPOLOGY_PATH_NVLINK(path) >> 8;
+    int links = 0;
+    while (nv) {
+        links++;
+        nv >>= 1;
+    }
+    if (links > DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3)
+        links = DCGM_NVLINK_MAX_LINKS_PER_GPU_LEGACY3;
+    return (dcgmGpuTopologyLevel_v1_t)(pci | nvlink_path(links));
+}
+
 /* dcgmGetDeviceTopology checks the version (tsapiEngineGetDeviceTopology in
- * DcgmApi.cpp accepts dcgmDeviceTopology_version2 and _version1, anything
- * else is DCGM_ST_VER_MISMATCH; the fake fills version 2 only, what go-dcgm
- * passes, and answers VER_MISMATCH for version 1 too) and lists the path to
- * every other GPU. An unknown GPU is DCGM_ST_BADPARAM and a known GPU DCGM
- * cannot reach is DCGM_ST_GPU_IS_LOST (FillDeviceTopology). Two GPUs on one
- * NUMA node are DCGM_TOPOLOGY_CPU apart, others DCGM_TOPOLOGY_SYSTEM; two
- * GPUs with NvLinks are also joined by min(links) NvLinks. */
+ * dcgmlib/src/DcgmApi.cpp, DCGM 4.6.0: dcgmDeviceTopology_version2 is filled
+ * as it is, dcgmDeviceTopology_version1 through FillDeviceTopologyPath's
+ * legacy overload, with the path through TopologyPathToLegacy and the link
+ * mask through NvLinkLinkMaskToLegacy, its low 32 bits; anything else is
+ * DCGM_ST_VER_MISMATCH) and lists the path to every other GPU. An unknown
+ * GPU is DCGM_ST_BADPARAM and a known GPU DCGM cannot reach is
+ * DCGM_ST_GPU_IS_LOST (FillDeviceTopology). Two GPUs on one NUMA node are
+ * DCGM_TOPOLOGY_CPU apart, others DCGM_TOPOLOGY_SYSTEM; two GPUs with
+ * NvLinks are also joined by min(links) NvLinks. */
 API dcgmReturn_t dcgmGetDeviceTopology(dcgmHandle_t pDcgmHandle, unsigned int gpuId,
                                        dcgmDeviceTopology_t *pDcgmDeviceTopology)
 {
     ENTER("dcgmGetDeviceTopology");
     if (!pDcgmDeviceTopology)
         RETURN(DCGM_ST_BADPARAM);
-    if (pDcgmDeviceTopology->version != dcgmDeviceTopology_version2)
+    unsigned int version = pDcgmDeviceTopology->version;
+    if (version != dcgmDeviceTopology_version2 && version != dcgmDeviceTopology_version1)
         RETURN(DCGM_ST_VER_MISMATCH);
     HANDLE(pDcgmHandle);
     struct gpu *g = find_gpu((int)gpuId);
@@ -1579,20 +1686,153 @@ API dcgmReturn_t dcgmGetDeviceTopology(dcgmHandle_t pDcgmHandle, unsigned int gp
     if (g->status != ST_OK)
         RETURN(DCGM_ST_GPU_IS_LOST);
     dcgmDeviceTopology_v2 *t = pDcgmDeviceTopology;
-    memset(t, 0, sizeof(*t));
-    t->version = dcgmDeviceTopology_version2;
+    dcgmDeviceTopology_v1 *t1 = (dcgmDeviceTopology_v1 *)pDcgmDeviceTopology;
+    if (version == dcgmDeviceTopology_version1)
+        memset(t1, 0, sizeof(*t1));
+    else
+        memset(t, 0, sizeof(*t));
+    unsigned long *affinity = version == dcgmDeviceTopology_version1 ? t1->cpuAffinityMask : t->cpuAffinityMask;
     for (int w = 0; w < DCGM_AFFINITY_BITMASK_ARRAY_SIZE && w < 4; w++)
-        t->cpuAffinityMask[w] = (unsigned long)cpu_affinity_word(g, w);
-    for (int i = 0; i < st.ngpus && t->numGpus < DCGM_MAX_NUM_DEVICES - 1; i++) {
+        affinity[w] = (unsigned long)cpu_affinity_word(g, w);
+    unsigned int n = 0;
+    for (int i = 0; i < st.ngpus && n < DCGM_MAX_NUM_DEVICES - 1; i++) {
         struct gpu *o = &st.gpus[i];
         if (o == g || o->status != ST_OK)
             continue;
         int links = g->links < o->links ? g->links : o->links;
         uint64_t path = (o->numa == g->numa ? DCGM_TOPOLOGY_CPU : DCGM_TOPOLOGY_SYSTEM) | nvlink_path(links);
-        t->gpuPaths[t->numGpus].gpuId = (unsigned int)o->id;
-        t->gpuPaths[t->numGpus].path = (dcgmGpuTopologyLevel_t)path;
-        t->gpuPaths[t->numGpus].localNvLinkIds = links > 0 ? (links >= 64 ? ~0ULL : (1ULL << links) - 1) : 0;
-        t->numGpus++;
+        uint64_t mask = links > 0 ? (links >= 64 ? ~0ULL : (1ULL << links) - 1) : 0;
+        if (version == dcgmDeviceTopology_version1) {
+            t1->gpuPaths[n].gpuId = (unsigned int)o->id;
+            t1->gpuPaths[n].path = topology_path_legacy(path);
+            t1->gpuPaths[n].localNvLinkIds = (unsigned int)(mask & 0xFFFFFFFFULL);
+        } else {
+            t->gpuPaths[n].gpuId = (unsigned int)o->id;
+            t->gpuPaths[n].path = (dcgmGpuTopologyLevel_t)path;
+            t->gpuPaths[n].localNvLinkIds = mask;
+        }
+        n++;
+    }
+    if (version == dcgmDeviceTopology_version1) {
+        t1->version = version;
+        t1->numGpus = n;
+    } else {
+        t->version = version;
+        t->numGpus = n;
+    }
+    RETURN(DCGM_ST_OK);
+}
+
+/* p2p_status is the NvLink P2P status from GPU a to GPU b: a p2p line's,
+ * else OK when both have NvLinks up, else NotSupported (a choice of the
+ * fake: NVML answers nvmlDeviceGetP2PStatus(NVML_P2P_CAPS_INDEX_NVLINK) per
+ * pair, and DCGM copies the answer, dcgmNvLinkGpuP2PStatus_t "mirrors
+ * nvmlGpuP2PStatus_enum", dcgm_structs.h). */
+static int p2p_status(const struct gpu *a, const struct gpu *b)
+{
+    for (int i = st.np2p - 1; i >= 0; i--)
+        if (st.p2p[i].gpu == a->id && st.p2p[i].peer == b->id)
+            return st.p2p[i].status;
+    return a->links > 0 && b->links > 0 && a->status == ST_OK && b->status == ST_OK ? DcgmNvLinkP2pStatusOK
+                                                                                   : DcgmNvLinkP2pStatusNotSupported;
+}
+
+/* dcgmGetNvLinkP2PStatus follows tsapiGetNvLinkP2PStatus (DcgmApi.cpp) and
+ * DcgmCacheManager::CreateAllNvlinksP2PStatus / CreateNvlinkP2PStatus
+ * (DcgmCacheManager.cpp, DCGM 4.6.0): version other than
+ * dcgmNvLinkP2PStatus_version1 is DCGM_ST_VER_MISMATCH; numGpus 0 asks for
+ * every GPU, and entry i is then GPU id i; otherwise the first numGpus
+ * entries name the GPUs. linkStatus is indexed by the peer's GPU id: first
+ * NotSupported for every GPU, then the status to each other active GPU
+ * (a GPU's status to itself stays NotSupported); a detached GPU's row is
+ * NotSupported throughout. */
+API dcgmReturn_t dcgmGetNvLinkP2PStatus(dcgmHandle_t dcgmHandle, dcgmNvLinkP2PStatus_v1 *linkStatus)
+{
+    ENTER("dcgmGetNvLinkP2PStatus");
+    if (!linkStatus)
+        RETURN(DCGM_ST_BADPARAM);
+    if (linkStatus->version != dcgmNvLinkP2PStatus_version1)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(dcgmHandle);
+    unsigned int n = linkStatus->numGpus;
+    int all = n == 0;
+    if (all || n > (unsigned int)st.ngpus)
+        n = (unsigned int)st.ngpus;
+    if (n > DCGM_MAX_NUM_DEVICES)
+        n = DCGM_MAX_NUM_DEVICES;
+    for (unsigned int i = 0; i < n; i++) {
+        dcgmNvLinkGpuLinkP2PStatus_v1 *row = &linkStatus->gpus[i];
+        if (all)
+            row->entityId = i;
+        for (int j = 0; j < DCGM_MAX_NUM_DEVICES; j++)
+            row->linkStatus[j] = DcgmNvLinkP2pStatusNotSupported;
+        struct gpu *g = find_gpu((int)row->entityId);
+        if (!g || g->status != ST_OK)
+            continue;
+        for (int k = 0; k < st.ngpus; k++) {
+            struct gpu *o = &st.gpus[k];
+            if (o == g || o->status != ST_OK || o->id < 0 || o->id >= DCGM_MAX_NUM_DEVICES)
+                continue;
+            row->linkStatus[o->id] = (dcgmNvLinkGpuP2PStatus_t)p2p_status(g, o);
+        }
+    }
+    if (all)
+        linkStatus->numGpus = n;
+    RETURN(DCGM_ST_OK);
+}
+
+/* fill_cpu fills one CPU of a hierarchy from a cpu line: its id and the
+ * bitmask of the cores it owns. DCGM's sysmon module lists NVIDIA CPUs this
+ * way, and helperFillCpuHierarchyV1/V2 (DcgmApi.cpp) copy at most
+ * DCGM_MAX_NUM_CPUS of them. */
+static void fill_cpu(const struct cpu *c, unsigned int *cpuId, dcgmCpuHierarchyOwnedCores_v1 *owned)
+{
+    *cpuId = (unsigned int)c->id;
+    memset(owned, 0, sizeof(*owned));
+    owned->version = dcgmCpuHierarchyOwnedCores_version1;
+    for (int k = c->first; k >= 0 && k <= c->last && k < DCGM_MAX_NUM_CPU_CORES; k++)
+        owned->bitmask[k / 64] |= 1ULL << (k % 64);
+}
+
+/* dcgmGetCpuHierarchy and dcgmGetCpuHierarchy_v2 check the version
+ * (tsapiGetCpuHierarchy, tsapiGetCpuHierarchy_v2 in DcgmApi.cpp: version1,
+ * version2, else DCGM_ST_VER_MISMATCH) and ask the sysmon module, which
+ * refuses to load when no NVIDIA CPU is present (DcgmModuleSysmon's
+ * constructor, modules/sysmon/DcgmModuleSysmon.cpp): without cpu lines the
+ * answer is DCGM_ST_MODULE_NOT_LOADED (dcgm_agent.h lists it for these
+ * calls). */
+API dcgmReturn_t dcgmGetCpuHierarchy(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v1 *cpuHierarchy)
+{
+    ENTER("dcgmGetCpuHierarchy");
+    if (!cpuHierarchy)
+        RETURN(DCGM_ST_BADPARAM);
+    if (cpuHierarchy->version != dcgmCpuHierarchy_version1)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(dcgmHandle);
+    if (st.ncpus == 0)
+        RETURN(DCGM_ST_MODULE_NOT_LOADED);
+    memset(cpuHierarchy->cpus, 0, sizeof(cpuHierarchy->cpus));
+    cpuHierarchy->numCpus = 0;
+    for (int i = 0; i < st.ncpus && i < DCGM_MAX_NUM_CPUS; i++, cpuHierarchy->numCpus++)
+        fill_cpu(&st.cpus[i], &cpuHierarchy->cpus[i].cpuId, &cpuHierarchy->cpus[i].ownedCores);
+    RETURN(DCGM_ST_OK);
+}
+
+API dcgmReturn_t dcgmGetCpuHierarchy_v2(dcgmHandle_t dcgmHandle, dcgmCpuHierarchy_v2 *cpuHierarchy)
+{
+    ENTER("dcgmGetCpuHierarchy_v2");
+    if (!cpuHierarchy)
+        RETURN(DCGM_ST_BADPARAM);
+    if (cpuHierarchy->version != dcgmCpuHierarchy_version2)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(dcgmHandle);
+    if (st.ncpus == 0)
+        RETURN(DCGM_ST_MODULE_NOT_LOADED);
+    memset(cpuHierarchy->cpus, 0, sizeof(cpuHierarchy->cpus));
+    cpuHierarchy->numCpus = 0;
+    for (int i = 0; i < st.ncpus && i < DCGM_MAX_NUM_CPUS; i++, cpuHierarchy->numCpus++) {
+        fill_cpu(&st.cpus[i], &cpuHierarchy->cpus[i].cpuId, &cpuHierarchy->cpus[i].ownedCores);
+        snprintf(cpuHierarchy->cpus[i].serial, sizeof(cpuHierarchy->cpus[i].serial), "%s", st.cpus[i].serial);
     }
     RETURN(DCGM_ST_OK);
 }
@@ -1767,6 +2007,7 @@ API dcgmReturn_t dcgmGroupCreate(dcgmHandle_t pDcgmHandle, dcgmGroupType_t type,
             continue;
         memset(&groups[i], 0, sizeof(groups[i]));
         groups[i].used = 1;
+        snprintf(groups[i].name, sizeof(groups[i].name), "%s", groupName);
         if (type == DCGM_GROUP_DEFAULT) {
             for (int g = 0; g < st.ngpus; g++) {
                 if (st.gpus[g].status != ST_OK)
@@ -1810,6 +2051,30 @@ API dcgmReturn_t dcgmGroupAddEntity(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t group
     ENTER("dcgmGroupAddEntity");
     HANDLE(pDcgmHandle);
     RETURN(add_entity(groupId, (int)entityGroupId, (int)entityId));
+}
+
+/* dcgmGroupGetInfo: helperGroupGetInfo (dcgmlib/src/DcgmApi.cpp, DCGM 4.6.0)
+ * refuses a NULL struct with DCGM_ST_BADPARAM and any version but
+ * dcgmGroupInfo_version3 (the range version3..dcgmGroupInfo_version) with
+ * DCGM_ST_VER_MISMATCH, then copies the group's name, count and entities;
+ * a group that does not exist is DCGM_ST_NOT_CONFIGURED (dcgm_agent.h,
+ * dcgmGroupGetInfo). */
+API dcgmReturn_t dcgmGroupGetInfo(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId, dcgmGroupInfo_t *pDcgmGroupInfo)
+{
+    ENTER("dcgmGroupGetInfo");
+    if (!pDcgmGroupInfo)
+        RETURN(DCGM_ST_BADPARAM);
+    if (pDcgmGroupInfo->version < dcgmGroupInfo_version3 || pDcgmGroupInfo->version > dcgmGroupInfo_version)
+        RETURN(DCGM_ST_VER_MISMATCH);
+    HANDLE(pDcgmHandle);
+    struct group *g = get_group(groupId);
+    if (!g)
+        RETURN(DCGM_ST_NOT_CONFIGURED);
+    snprintf(pDcgmGroupInfo->groupName, sizeof(pDcgmGroupInfo->groupName), "%s", g->name);
+    pDcgmGroupInfo->count = 0;
+    for (int i = 0; i < g->nentities && i < DCGM_GROUP_MAX_ENTITIES_V2; i++)
+        pDcgmGroupInfo->entityList[pDcgmGroupInfo->count++] = g->entities[i];
+    RETURN(DCGM_ST_OK);
 }
 
 API dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t pDcgmHandle, dcgmGpuGrp_t groupId)

@@ -1,0 +1,76 @@
+package exposition
+
+import (
+	"strconv"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+)
+
+// Labels of DCGM_EXP_GPU_HEALTH_STATUS (dcgm-exporter's
+// internal/pkg/collector/gpu_health_collector.go, tag 4.5.3-4.8.2).
+const (
+	healthWatchLabel = "health_watch"
+	healthErrorLabel = "health_error_code"
+)
+
+// dcgmHealthWatches are the health watches dcgm-exporter writes a series
+// for, in its order (gpuHealthChecks, gpu_health_collector.go), each with
+// the subsystem name the sources give its incidents. ALL carries the
+// incidents DCGM reports under DCGM_HEALTH_WATCH_ALL (XIDs such as 79 and
+// 95, per dcgm-exporter's comment there); other watches' incidents
+// (NVSwitch, ConnectX) are not written, as there.
+var dcgmHealthWatches = [...]struct{ watch, subsystem string }{
+	{"PCIE", "pcie"}, {"NVLINK", "nvlink"}, {"PMU", "pmu"}, {"MCU", "mcu"},
+	{"MEM", "memory"}, {"SM", "sm"}, {"INFOROM", "inforom"}, {"THERMAL", "thermal"},
+	{"POWER", "power"}, {"DRIVER", "driver"}, {"ALL", "all"},
+}
+
+// dcgmHealthValue is DCGM's dcgmHealthWatchResults_t for a status
+// (dcgm_structs.h: DCGM_HEALTH_RESULT_PASS 0, _WARN 10, _FAIL 20), the value
+// dcgm-exporter writes.
+func dcgmHealthValue(s source.HealthStatus) int {
+	switch s {
+	case source.HealthWarn:
+		return 10
+	case source.HealthFail:
+		return 20
+	}
+	return 0
+}
+
+// renderGPUHealthStatus writes DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter
+// does: for every holding on a GPU entity (dcgm-exporter's health group
+// holds GPUs only, so never a MIG instance), one series per watch of
+// dcgmHealthWatches; a watch without incident passes with DCGM_FR_OK, and
+// of several incidents of one GPU and watch the last one wins
+// (applyGPUHealthIncidents). in.Health nil means no health check result
+// (the check failed): the family is left out, as dcgm-exporter's collector
+// returns an error then.
+func (p *pageWriter) renderGPUHealthStatus(in Input, f *ExporterFamily) {
+	if in.Health == nil {
+		return
+	}
+	fam := family{name: f.Name, help: f.Help, typ: f.Type}
+	for i, t := range in.Holdings {
+		e := &in.Sample.Inventory.Entities[t.Entity]
+		if e.Kind != source.GPU {
+			continue
+		}
+		l := &p.owner.labels[i]
+		for _, w := range dcgmHealthWatches {
+			code, value := fields.HealthErrorName(0), 0
+			for _, h := range in.Health {
+				if h.GPU == e.GPU && h.Subsystem == w.subsystem {
+					code, value = fields.HealthErrorName(h.Code), dcgmHealthValue(h.Status)
+				}
+			}
+			// dcgm-exporter sorts these labels by name: health_error_code
+			// before health_watch.
+			p.extra = appendLabel(p.extra[:0], false, healthErrorLabel, code)
+			p.extra = appendLabel(p.extra, false, healthWatchLabel, w.watch)
+			p.value = strconv.AppendInt(p.value[:0], int64(value), 10)
+			p.series(&fam, l.b, l.window, p.extra, p.value)
+		}
+	}
+}
