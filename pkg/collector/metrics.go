@@ -49,7 +49,11 @@ func newMetrics(sourceName string) *metrics {
 		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "gpu_exporter_collection_duration_seconds", Help: "Time one collection took: source read, attribution join and rendering.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			// Coarse: every node writes these series, and a fleet of
+			// 10,000 nodes stored 1.5 million self-metric series with
+			// the finer buckets; these still tell milliseconds from
+			// the timeout.
+			Buckets: []float64{.005, .025, .1, .5, 2.5, 10},
 		}),
 		collections: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpu_exporter_collections_total", Help: "Collections attempted.",
@@ -92,7 +96,10 @@ func newMetrics(sourceName string) *metrics {
 	m.stagesVec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gpu_exporter_collection_stage_duration_seconds",
 		Help:    "Time each stage of a collection took: source read, attribution join, rendering, and compression of a page body (on the first scrape asking for a format and coding, once per collection).",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		// A decade a bucket: which stage takes the time shows at this
+		// resolution, at 7 series a stage instead of 19 (68 of the demo
+		// node's 150 self-metric series were this family's buckets).
+		Buckets: []float64{.001, .01, .1, 1},
 	}, []string{"stage"})
 	for st, name := range [numStages]string{"read", "join", "render", "compress"} {
 		m.stages[st] = m.stagesVec.WithLabelValues(name)

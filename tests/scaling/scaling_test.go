@@ -171,3 +171,26 @@ func checkLabelBudget(t *testing.T, m measurement, budget int) {
 		t.Errorf("no GPU series measured: %+v", m)
 	}
 }
+
+// selfSeriesBudget bounds the exporter's own series per scrape (Go and
+// process collectors aside) on every shipped scenario: every node writes
+// them, so they are a fleet's cost too. With fine histogram buckets the
+// demo node wrote 150 (97 of them buckets): 1.5 million series on a
+// 10,000-node fleet.
+const selfSeriesBudget = 100
+
+// TestSelfSeriesBudget: the self-metrics of every shipped scenario, in
+// both namings, stay within selfSeriesBudget.
+func TestSelfSeriesBudget(t *testing.T) {
+	t.Parallel()
+	for _, c := range []config{defaultConfig, dcgmNoHostname} {
+		for _, s := range shippedScenarios(t) {
+			t.Run(c.naming+"/"+s, func(t *testing.T) {
+				t.Parallel()
+				if m := measure(t, s, c); m.selfSeries > selfSeriesBudget {
+					t.Errorf("%d self-metric series per scrape, budget %d", m.selfSeries, selfSeriesBudget)
+				}
+			})
+		}
+	}
+}
