@@ -94,8 +94,8 @@ func newMetrics(sourceName string) *metrics {
 	// the identity of its existing series and make every query that
 	// aggregates it (histogram_quantile over sum by le) add the stages up.
 	m.stagesVec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "gpu_exporter_collection_stage_duration_seconds",
-		Help:    "Time each stage of a collection took: source read, attribution join, rendering, and compression of a page body (on the first scrape asking for a format and coding, once per collection).",
+		Name: "gpu_exporter_collection_stage_duration_seconds",
+		Help: "Time each stage of a collection took: source read, attribution join, rendering, and compression of a page body (on the first scrape asking for a format and coding, once per collection).",
 		// A decade a bucket: which stage takes the time shows at this
 		// resolution, at 7 series a stage instead of 19 (68 of the demo
 		// node's 150 self-metric series were this family's buckets).

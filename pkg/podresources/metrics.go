@@ -45,8 +45,8 @@ func newMetrics(reg prometheus.Registerer, logs *logthrottle.Logger) (*metrics, 
 			Help: "Kubelet pod-resources failures by reason: dial (socket missing or unreachable), timeout, list, allocatable, malformed_id (counted once per id as it appears, although its log lines are rate-limited).",
 		}, []string{"reason"}),
 		listDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "gpu_exporter_podresources_list_duration_seconds",
-			Help:    "Duration of kubelet pod-resources List calls, failed ones included.",
+			Name: "gpu_exporter_podresources_list_duration_seconds",
+			Help: "Duration of kubelet pod-resources List calls, failed ones included.",
 			// Coarse, as the collection's: a List answers in milliseconds,
 			// and the buckets tell that from a kubelet near the timeout.
 			Buckets: []float64{.005, .05, .5, 5},
