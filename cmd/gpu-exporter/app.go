@@ -19,6 +19,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
@@ -41,6 +42,8 @@ type app struct {
 	cleanup      []func()
 
 	jobs *hpcjobs.Reader
+	// slices are the node's ResourceSlices, when DRA attribution is on.
+	slices *resourceslices.Store
 	// simJobDir is where the simulator writes its HPC jobs, if it does.
 	simJobDir string
 }
@@ -68,7 +71,19 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	if a.pods, err = podresources.Open(o.kubernetes, socket, logger, a.reg); err != nil {
+	draCtx, stopDRA := context.WithCancel(context.Background())
+	a.cleanup = append(a.cleanup, stopDRA)
+	if a.slices, err = resourceslices.Open(draCtx, o.dra, o.nodeName, o.kubernetes.Enabled != "false", logger); err != nil {
+		return nil, err
+	}
+	if a.slices != nil {
+		a.cleanup = append(a.cleanup, func() { stopDRA(); a.slices.Wait() })
+	}
+	var dra podresources.DRADevices
+	if a.slices != nil {
+		dra = a.slices
+	}
+	if a.pods, err = podresources.Open(o.kubernetes, socket, dra, logger, a.reg); err != nil {
 		return nil, err
 	}
 	if a.pods != nil {

@@ -89,7 +89,7 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		{"KUBERNETES_VIRTUAL_GPUS=false", nil, map[string]string{"KUBERNETES_VIRTUAL_GPUS": "false"}, func(o *options) bool { return !o.naming.DCGM.VirtualGPUs }},
 		{"-v", []string{"-v"}, nil, func(o *options) bool { return o.version }},
 		// Flags whose behaviour gpu-exporter always has are accepted and noted.
-		{"KUBERNETES_ENABLE_DRA", nil, map[string]string{"KUBERNETES_ENABLE_DRA": "true"}, func(o *options) bool { return len(o.dcgmExporter.Already) == 1 }},
+		{"KUBERNETES_ENABLE_DRA", nil, map[string]string{"KUBERNETES_ENABLE_DRA": "true"}, func(o *options) bool { return o.dra.Mode == "true" }},
 		// Unsupported flags given dcgm-exporter's default are accepted.
 		{"-m none", []string{"-m", "none"}, nil, func(o *options) bool { return true }},
 		{"-s f and -p f", []string{"-s", "f", "-p", "f"}, nil, func(o *options) bool { return true }},
@@ -226,7 +226,7 @@ func TestLogCompatHint(t *testing.T) {
 		{nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "1000"}, []string{"add --naming=dcgm", "given=DCGM_EXPORTER_INTERVAL"}, nil},
 		{[]string{"-f", "/c.csv", "--naming=dcgm"}, nil, nil, []string{"add --naming=dcgm"}},
 		{[]string{"--naming.old-namespace"}, nil, []string{"naming flags have no effect with --naming=prometheus", "--naming.old-namespace"}, nil},
-		{[]string{"--kubernetes-enable-dra"}, nil, []string{"needs no counterpart", "DRA allocations"}, nil},
+		{[]string{"--kubernetes-enable-dra"}, nil, nil, []string{"needs no counterpart"}},
 		{[]string{"--naming.vgpu-label"}, nil, []string{"naming flags have no effect with --naming=prometheus", "--naming.vgpu-label"}, nil},
 		{nil, nil, nil, []string{"dcgm-exporter", "naming"}},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
+	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
@@ -36,6 +37,7 @@ type options struct {
 	naming     exposition.NamingOptions
 	kubernetes podresources.Options
 	podLabels  podlabels.Options
+	dra        resourceslices.Options
 	hpc        hpcjobs.Options
 	dcgm       dcgm.Options
 
@@ -62,6 +64,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	o.naming.AddFlags(fs)
 	o.kubernetes.AddFlags(fs)
 	o.podLabels.AddFlags(fs)
+	o.dra.AddFlags(fs)
 	o.hpc.AddFlags(fs)
 	o.dcgm.AddFlags(fs)
 	o.log.AddFlags(fs)
@@ -82,7 +85,7 @@ func envName(flag string) string {
 func (o *options) validate(changed func(flag string) bool) error {
 	for _, check := range []func() error{
 		o.web.Validate, o.source.Validate, o.collect.Validate, o.sim.Validate, o.processes.Validate, o.naming.Validate,
-		func() error { return o.kubernetes.Validate(o.collect.Interval) }, o.podLabels.Validate,
+		func() error { return o.kubernetes.Validate(o.collect.Interval) }, o.podLabels.Validate, o.dra.Validate,
 		func() error { return o.hpc.Validate(o.collect.Interval) }, o.dcgm.Validate,
 	} {
 		if err := check(); err != nil {

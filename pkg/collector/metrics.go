@@ -72,7 +72,7 @@ func newMetrics(sourceName string) *metrics {
 		}),
 		unmatched: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpu_exporter_podresources_unmatched_devices",
-			Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees, by reason (malformed, unsupported_form, unknown_gpu).",
+			Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees, by reason (malformed, unsupported_form, unknown_gpu, no_resourceslice).",
 		}, []string{"reason"}),
 	}
 	for _, stage := range []string{"watch", "read", "timeout", "health", "processes", "fabric"} {

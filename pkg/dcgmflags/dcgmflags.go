@@ -93,8 +93,9 @@ func Aliases() []Alias {
 		// adds dcgm-exporter's vgpu label to them.
 		{Name: "kubernetes-virtual-gpus", Env: "KUBERNETES_VIRTUAL_GPUS", Boolean: true, Target: "naming.vgpu-label", Convert: boolean},
 
-		{Name: "kubernetes-enable-dra", Env: "KUBERNETES_ENABLE_DRA", Boolean: true, Kind: Already,
-			Note: "DRA allocations are read with --kubernetes.gpu-id-type=auto (the default) or dra"},
+		// dcgm-exporter's flag turns on its ResourceSlice informer
+		// (internal/pkg/transformation/dra.go, NVIDIA/dcgm-exporter@d5e5f510).
+		{Name: "kubernetes-enable-dra", Env: "KUBERNETES_ENABLE_DRA", Boolean: true, Target: "kubernetes.dra", Convert: boolean},
 		{Name: "disable-startup-validate", Env: "DISABLE_STARTUP_VALIDATE", Boolean: true, Kind: Already,
 			Note: "there is no start-up validation to disable"},
 		{Name: "enable-gpu-bind-unbind-watch", Env: "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", Boolean: true, Kind: Already,

@@ -231,7 +231,7 @@ func (c *Client) refresh(ctx context.Context) error {
 		c.allocUnsupported = false
 	}
 	allocIDs, allocResources := c.fetchAllocatable(ctx)
-	t := NewTable(resp, c.cfg.ResourceNames, c.cfg.IDType)
+	t := NewTableDRA(resp, c.cfg.ResourceNames, c.cfg.IDType, c.cfg.DRA)
 	c.m.invalidUTF8.Set(float64(c.codec.take() + t.invalidUTF8))
 	c.diagnose(t, allocResources)
 	c.publish(t)

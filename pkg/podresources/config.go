@@ -37,6 +37,9 @@ type Config struct {
 	// each further failure doubles it, up to MaxBackoff.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
+	// DRA says what the devices of DRA claims are (the node's
+	// ResourceSlices); nil resolves whole GPUs by minor number only.
+	DRA DRADevices
 }
 
 // DefaultConfig returns a configuration that works on a standard node.

@@ -55,6 +55,17 @@ func TestParseDeviceID(t *testing.T) {
 		{"dra gpu auto", "gpu-7", IDTypeAuto, id(KindDRAGPU, func(d *DeviceID) { d.GPU = 7 })},
 		{"dra mig", "gpu-0-mig-1g10gb-19-0", IDTypeDRA,
 			id(KindDRAMIG, func(d *DeviceID) { d.GPU, d.Profile, d.ProfileID, d.PlacementStart = 0, "1g10gb", 19, 0 })},
+		// ToCanonicalName in cmd/gpu-kubelet-plugin/mig.go
+		// (NVIDIA/k8s-dra-driver-gpu@22407113): "gpu-%d-mig-%s-%d-%d" of the
+		// parent minor, the profile without dots made RFC 1123 compliant
+		// (lower case, anything else than [a-z0-9-.] a dash), the GI profile
+		// id and the placement start.
+		{"dra mig 1g.6gb", "gpu-1-mig-1g6gb-14-0", IDTypeDRA,
+			id(KindDRAMIG, func(d *DeviceID) { d.GPU, d.Profile, d.ProfileID, d.PlacementStart = 1, "1g6gb", 14, 0 })},
+		{"dra mig 1g.10gb+me", "gpu-1-mig-1g10gb-me-20-0", IDTypeAuto,
+			id(KindDRAMIG, func(d *DeviceID) { d.GPU, d.Profile, d.ProfileID, d.PlacementStart = 1, "1g10gb-me", 20, 0 })},
+		{"dra mig 7g.80gb", "gpu-12-mig-7g80gb-0-0", IDTypeAuto,
+			id(KindDRAMIG, func(d *DeviceID) { d.GPU, d.Profile, d.ProfileID, d.PlacementStart = 12, "7g80gb", 0, 0 })},
 		{"dra mig dashed profile", "gpu-3-mig-1g24gb-gfx-47-6", IDTypeDRA,
 			id(KindDRAMIG, func(d *DeviceID) { d.GPU, d.Profile, d.ProfileID, d.PlacementStart = 3, "1g24gb-gfx", 47, 6 })},
 		{"dra mig early form", "gpu-1-mig-9-4-2", IDTypeDRA,

@@ -292,7 +292,7 @@ func TestTableUnmatchedCounts(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("UnmatchedCounts = %+v, want %+v", got, tt.want)
 			}
-			if n := got.Malformed + got.UnsupportedForm + got.UnknownGPU; n != len(tab.Unmatched(inv)) {
+			if n := got.Malformed + got.UnsupportedForm + got.UnknownGPU + got.NoResourceSlice; n != len(tab.Unmatched(inv)) {
 				t.Errorf("counts sum to %d, Unmatched has %d: %q", n, len(tab.Unmatched(inv)), tab.Unmatched(inv))
 			}
 		})
@@ -303,7 +303,7 @@ func TestTableUnmatchedCounts(t *testing.T) {
 	}
 	var reasons []string
 	UnmatchedCounts{}.ByReason(func(r string, _ int) { reasons = append(reasons, r) })
-	if !slices.Equal(reasons, []string{UnmatchedMalformed, UnmatchedUnsupportedForm, UnmatchedUnknownGPU}) {
+	if !slices.Equal(reasons, []string{UnmatchedMalformed, UnmatchedUnsupportedForm, UnmatchedUnknownGPU, UnmatchedNoResourceSlice}) {
 		t.Errorf("reasons %q", reasons)
 	}
 }

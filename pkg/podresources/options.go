@@ -101,9 +101,11 @@ func (o *Options) Config() Config {
 
 // Open starts the client when attribution is on: with Enabled true, or
 // auto and the socket exists. socket, when not empty, replaces Socket (the
-// simulated kubelet's). It returns nil when attribution is off.
-func Open(o Options, socket string, logger *slog.Logger, reg prometheus.Registerer) (*Client, error) {
+// simulated kubelet's). dra, when not nil, resolves DRA devices (see
+// NewTableDRA). It returns nil when attribution is off.
+func Open(o Options, socket string, dra DRADevices, logger *slog.Logger, reg prometheus.Registerer) (*Client, error) {
 	cfg := o.Config()
+	cfg.DRA = dra
 	if socket != "" {
 		cfg.Socket = socket
 	}

@@ -104,7 +104,7 @@ func TestOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			var log bytes.Buffer
-			c, err := Open(*o, missing, slog.New(slog.NewTextHandler(&log, nil)), nil)
+			c, err := Open(*o, missing, nil, slog.New(slog.NewTextHandler(&log, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

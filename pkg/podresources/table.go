@@ -10,6 +10,7 @@ import (
 
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -64,10 +65,12 @@ type Table struct {
 	gpuByUUID  map[string][]Holder // by uuidKey("GPU-…")
 	gpuByIndex map[int][]Holder
 	gpuByMinor map[int][]Holder
-	migByUUID  map[string][]Holder    // by uuidKey("MIG-…")
-	migByGICI  map[legacyKey][]Holder // legacy ids, exact compute instance
-	migByGI    map[legacyKey][]Holder // legacy ids, any compute instance (CI -1)
-	migByMinor map[minorGI][]Holder   // GKE nvidiaN/giM
+	migByUUID  map[string][]Holder       // by uuidKey("MIG-…")
+	migByGICI  map[legacyKey][]Holder    // legacy ids, exact compute instance
+	migByGI    map[legacyKey][]Holder    // legacy ids, any compute instance (CI -1)
+	migByMinor map[minorGI][]Holder      // GKE nvidiaN/giM
+	migByPlace map[placementKey][]Holder // DRA dynamic MIG
+	claims     []Claim
 	malformed  []malformedID
 	reported   []string // every resource and DRA driver name the response named
 	// invalidUTF8 counts the strings of the response that were not valid
@@ -76,10 +79,14 @@ type Table struct {
 }
 
 // entry is one (device id, container) allocation. ID is the zero DeviceID
-// when Raw did not parse.
+// when Raw did not parse. Key is the lookup key (indexKey of ID, or what
+// the ResourceSlices resolved a DRA device to), nil when no entity can
+// match; Reason then says why when it is not the ID's form.
 type entry struct {
 	Raw    string
 	ID     DeviceID
+	Key    any
+	Reason string
 	Holder Holder
 }
 
@@ -108,7 +115,17 @@ type minorGI struct{ minor, gi int }
 // (invalid bytes become U+FFFD), so labels and log lines built from the
 // table are valid.
 func NewTable(resp *podresourcesv1.ListPodResourcesResponse, resources []string, idType IDType) *Table {
-	b := tableBuilder{resources: resources, reported: map[string]bool{}}
+	return NewTableDRA(resp, resources, idType, nil)
+}
+
+// NewTableDRA is NewTable resolving DRA devices through dra (the node's
+// ResourceSlices): a whole GPU by its uuid attribute, a static MIG device
+// by its uuid, a dynamic-MIG device by its parentUUID and the placement
+// start of its name. A DRA device dra does not know is matched by minor
+// number when it is a whole GPU ("gpu-<minor>") and left unmatched
+// (UnmatchedNoResourceSlice) otherwise. dra may be nil.
+func NewTableDRA(resp *podresourcesv1.ListPodResourcesResponse, resources []string, idType IDType, dra DRADevices) *Table {
+	b := tableBuilder{resources: resources, reported: map[string]bool{}, dra: dra}
 	for _, pod := range resp.GetPodResources() {
 		ns, name := b.valid(pod.GetNamespace()), b.valid(pod.GetName())
 		for _, ctr := range pod.GetContainers() {
@@ -128,7 +145,7 @@ func NewTable(resp *podresourcesv1.ListPodResourcesResponse, resources []string,
 					if !b.want(h.Resource) || cr.GetDeviceName() == "" {
 						continue
 					}
-					b.add(b.valid(cr.GetDeviceName()), IDTypeDRA, h, cr.ShareId != nil)
+					b.addDRA(dyn, cr, h)
 				}
 			}
 		}
@@ -142,6 +159,8 @@ type tableBuilder struct {
 	entries     []entry
 	malformed   []malformedID
 	invalidUTF8 int
+	dra         DRADevices
+	claims      []Claim
 }
 
 // valid returns s, or a copy with U+FFFD for each run of invalid bytes; the
@@ -174,24 +193,62 @@ func (b *tableBuilder) add(raw string, idType IDType, h Holder, shared bool) {
 	if id.Replica >= 0 {
 		h.VGPU = strconv.Itoa(id.Replica)
 	}
-	b.entries = append(b.entries, entry{Raw: raw, ID: id, Holder: h})
+	b.entries = append(b.entries, entry{Raw: raw, ID: id, Key: indexKey(id), Holder: h})
+}
+
+// addDRA adds one device of a DRA claim, resolved through b.dra.
+func (b *tableBuilder) addDRA(dyn *podresourcesv1.DynamicResource, cr *podresourcesv1.ClaimResource, h Holder) {
+	c := Claim{Namespace: b.valid(dyn.GetClaimNamespace()), Name: b.valid(dyn.GetClaimName()),
+		Driver: h.Resource, Pool: b.valid(cr.GetPoolName()), Device: b.valid(cr.GetDeviceName()),
+		ShareID: b.valid(cr.GetShareId())}
+	h.Shared = cr.ShareId != nil
+	if b.dra != nil {
+		c.Slice, c.Resolved = b.dra.Lookup(resourceslices.Key{Driver: c.Driver, Pool: c.Pool, Device: c.Device})
+	}
+	c.Holder = h
+	b.claims = append(b.claims, c)
+
+	id, reason := parseDeviceID(c.Device, IDTypeDRA)
+	e := entry{Raw: c.Device, ID: id, Holder: h}
+	if reason == "" {
+		e.Key = indexKey(id)
+	}
+	if c.Resolved {
+		if k, ok := draKey(id, c.Slice); ok {
+			e.Key = k
+		}
+	}
+	switch {
+	case e.Key != nil:
+	case reason != "" && !c.Resolved:
+		b.malformed = append(b.malformed, malformedID{Resource: h.Resource, ID: c.Device, Reason: reason, Holder: h})
+	case id.Kind != KindDRAVFIO && c.Slice.Type != resourceslices.TypeVFIO:
+		// A MIG device (or a name of another form) needs its slice.
+		e.Reason = UnmatchedNoResourceSlice
+		if c.Resolved {
+			e.Reason = UnmatchedUnsupportedForm
+		}
+	}
+	b.entries = append(b.entries, e)
 }
 
 func (b *tableBuilder) build() *Table {
-	t := &Table{malformed: b.malformed, invalidUTF8: b.invalidUTF8}
+	t := &Table{malformed: b.malformed, invalidUTF8: b.invalidUTF8, claims: b.claims}
+	slices.SortFunc(t.claims, compareClaims)
 	for name := range b.reported {
 		t.reported = append(t.reported, name)
 	}
 	slices.Sort(t.reported)
 
 	slices.SortFunc(b.entries, func(a, b entry) int {
-		return cmp.Or(strings.Compare(a.Raw, b.Raw), compareHolders(a.Holder, b.Holder), cmpBool(a.Holder.Shared, b.Holder.Shared))
+		return cmp.Or(strings.Compare(a.Raw, b.Raw), compareHolders(a.Holder, b.Holder), cmpBool(a.Holder.Shared, b.Holder.Shared),
+			strings.Compare(a.Reason, b.Reason))
 	})
 	t.entries = slices.Compact(b.entries)
 
 	lists := map[any][]Holder{}
 	for _, e := range t.entries {
-		if key := indexKey(e.ID); key != nil {
+		if key := e.Key; key != nil {
 			lists[key] = append(lists[key], e.Holder)
 			if k, ok := key.(legacyKey); ok {
 				k.ci = -1
@@ -218,6 +275,8 @@ func (b *tableBuilder) build() *Table {
 			}
 		case minorGI:
 			t.migByMinor = put(t.migByMinor, k, hs)
+		case placementKey:
+			t.migByPlace = put(t.migByPlace, k, hs)
 		}
 	}
 	return t
@@ -300,7 +359,7 @@ func (t *Table) Holders(e *source.Entity) []Holder {
 	if t == nil || e == nil || len(t.entries) == 0 {
 		return nil
 	}
-	var found [3][]Holder
+	var found [4][]Holder
 	n := 0
 	add := func(hs []Holder) {
 		if len(hs) > 0 {
@@ -332,6 +391,9 @@ func (t *Table) Holders(e *source.Entity) []Holder {
 		}
 		if hasMinor {
 			add(t.migByMinor[minorGI{minor: minor, gi: e.GPUInstance}])
+		}
+		if e.MIGPlacementKnown && e.UUID != "" {
+			add(t.migByPlace[placementKey{parent: uuidKey(e.UUID), start: e.MIGPlacementStart}])
 		}
 	}
 	switch n {
@@ -367,12 +429,17 @@ const (
 	// UnmatchedUnknownGPU: the id names a GPU or MIG instance the source
 	// does not report.
 	UnmatchedUnknownGPU = "unknown_gpu"
+	// UnmatchedNoResourceSlice: a DRA device that only the node's
+	// ResourceSlices can name (a MIG device, a name of another form), and
+	// no slice names it: DRA attribution is off, the API server refuses or
+	// is unreachable, or the slice has not been seen yet.
+	UnmatchedNoResourceSlice = "no_resourceslice"
 )
 
 // UnmatchedCounts is the number of distinct unmatched device ids by reason;
 // their sum is len(Unmatched(inv)).
 type UnmatchedCounts struct {
-	Malformed, UnsupportedForm, UnknownGPU int
+	Malformed, UnsupportedForm, UnknownGPU, NoResourceSlice int
 }
 
 // ByReason calls f with each reason label value and its count, in a fixed
@@ -381,6 +448,7 @@ func (u UnmatchedCounts) ByReason(f func(reason string, n int)) {
 	f(UnmatchedMalformed, u.Malformed)
 	f(UnmatchedUnsupportedForm, u.UnsupportedForm)
 	f(UnmatchedUnknownGPU, u.UnknownGPU)
+	f(UnmatchedNoResourceSlice, u.NoResourceSlice)
 }
 
 // Unmatched returns the device ids (as the kubelet wrote them, sorted, each
@@ -403,6 +471,8 @@ func (t *Table) UnmatchedCounts(inv *source.Inventory) UnmatchedCounts {
 			u.Malformed++
 		case UnmatchedUnsupportedForm:
 			u.UnsupportedForm++
+		case UnmatchedNoResourceSlice:
+			u.NoResourceSlice++
 		default:
 			u.UnknownGPU++
 		}
@@ -430,9 +500,11 @@ func (t *Table) unmatched(inv *source.Inventory, f func(raw, reason string)) {
 			continue
 		}
 		last = e.Raw
-		k := indexKey(e.ID)
+		k := e.Key
 		switch {
-		case e.ID.Kind == KindUnknown:
+		case k == nil && e.Reason != "":
+			f(e.Raw, e.Reason)
+		case k == nil && e.ID.Kind == KindUnknown:
 			f(e.Raw, UnmatchedMalformed)
 		case k == nil:
 			f(e.Raw, UnmatchedUnsupportedForm)
@@ -465,6 +537,9 @@ func entityKeys(e *source.Entity) []any {
 			legacyKey{uuid: uuidKey(e.UUID), gi: e.GPUInstance, ci: e.ComputeInstance})
 		if hasMinor {
 			keys = append(keys, minorGI{minor: minor, gi: e.GPUInstance})
+		}
+		if e.MIGPlacementKnown {
+			keys = append(keys, placementKey{parent: uuidKey(e.UUID), start: e.MIGPlacementStart})
 		}
 	}
 	return keys
@@ -514,4 +589,20 @@ func uuidKey(s string) string {
 		}
 	}
 	return s
+}
+
+// Claims returns every device of a DRA claim the kubelet reported for a
+// configured driver, sorted, with what the ResourceSlices said of it. The
+// result is shared: do not modify it.
+func (t *Table) Claims() []Claim {
+	if t == nil {
+		return nil
+	}
+	return t.claims
+}
+
+func compareClaims(a, b Claim) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Driver, b.Driver), strings.Compare(a.Pool, b.Pool), strings.Compare(a.Device, b.Device),
+		strings.Compare(a.ShareID, b.ShareID), compareHolders(a.Holder, b.Holder))
 }

@@ -100,6 +100,12 @@ type Entity struct {
 	ComputeInstance int
 	// MIGProfile is the instance profile ("1g.10gb").
 	MIGProfile string
+	// MIGPlacementStart is the GPU instance's placement start, the first
+	// memory slice it occupies (NVML nvmlGpuInstanceInfo_t.placement.start),
+	// valid when MIGPlacementKnown. NVIDIA's DRA driver names a MIG device
+	// by it, and a dynamic-MIG device is found by it (docs/dra.md).
+	MIGPlacementStart int
+	MIGPlacementKnown bool
 	// MIGUUID is the MIG device UUID ("MIG-…") of a GPU instance with one
 	// compute instance; empty for one split into several, whose MIG
 	// devices each have their own (Inventory.MIGDevices).
