@@ -16,8 +16,8 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
 )
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/tests/fakedcgm"
 )
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // fakeSource is a source whose every answer a test chooses.

@@ -14,12 +14,12 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/jobdir"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/nvml"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/jobdir"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // ProbeTimeout bounds how long Kind "auto" waits for DCGM to answer.

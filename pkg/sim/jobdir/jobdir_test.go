@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
 
 func files(t *testing.T, dir string) map[string]string {
