@@ -101,7 +101,7 @@ soak: ## Long soak: pod churn on every collection for SOAK_DURATION (default 10m
 
 fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDeviceID$$' -fuzztime $(FUZZTIME) ./pkg/podresources
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pkg/source/sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pkg/sim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCounters$$' -fuzztime $(FUZZTIME) ./pkg/config
 	$(GO) test -run '^$$' -fuzz '^FuzzLabelValuesRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/exposition
 	cd tests/scrapeparse && $(GO) test -run '^$$' -fuzz '^FuzzPagesParse$$' -fuzztime $(FUZZTIME) .

@@ -100,7 +100,7 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	}
 	cfg := o.collect.Config(counters)
 	cfg.Naming, cfg.DCGM = o.naming.Naming, o.naming.DCGMFor(a.hostname)
-	cfg.RequireGPUs = a.src.Name() != "sim" // the simulator may declare no GPU, for tests
+	cfg.RequireGPUs = !o.source.Traits().MayLackGPUs
 	if ps := a.procSampling; ps != nil {
 		acc, started, err := ps.Accountant(o.processes.Mode, a.podStore, o.nodeName, logger, a.reg)
 		if err != nil {
@@ -137,15 +137,14 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 // kubelet's socket, if one was started.
 func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) {
 	o := a.o
-	cfg := sourceopen.Config{
-		Kind: o.source.Kind, Interval: o.collect.Interval, CollectTimeout: o.collect.Timeout, FabricInterval: o.collect.FabricInterval,
-		GPUs: o.collect.GPUList, DCGMMode: o.dcgm.Mode, DCGMRemoteAddress: o.dcgm.RemoteAddress, Scenario: o.sim.Scenario,
-		SimKubelet: o.kubernetes.Enabled != "false", SimKubeletSocket: o.kubernetes.GivenSocket(), SimJobDir: o.hpc.Dir,
-	}
+	s := sourceopen.Settings{Settings: source.Settings{
+		Interval: o.collect.Interval, CollectTimeout: o.collect.Timeout, FabricInterval: o.collect.FabricInterval, GPUs: o.collect.GPUList,
+		Kubelet: o.kubernetes.Enabled != "false", KubeletSocket: o.kubernetes.GivenSocket(), JobMappingDir: o.hpc.Dir,
+	}}
 	if exposition.ExportsProcesses(o.naming.Naming) {
-		cfg.Processes, cfg.Procfs = o.processes.Mode, o.processes.Procfs
+		s.Processes, s.Procfs = o.processes.Mode, o.processes.Procfs
 	}
-	opened, err := sourceopen.Open(ctx, cfg, a.logger)
+	opened, err := o.source.Open(ctx, s, a.logger)
 	if err != nil {
 		return "", err
 	}
@@ -160,7 +159,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 // it: the remote hostengine's host when one is used and pods are not
 // attributed, else $NODE_NAME, else the host name.
 func (a *app) hostname() string {
-	if host, remote := a.o.dcgm.RemoteHost(); remote && a.pods == nil && a.o.source.Kind != "sim" {
+	if host := a.o.source.Traits().RemoteHost; host != "" && a.pods == nil {
 		return host
 	}
 	if a.o.nodeName != "" {

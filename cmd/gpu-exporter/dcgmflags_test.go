@@ -47,9 +47,9 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		{"--kubernetes-gpu-id-type", []string{"--kubernetes-gpu-id-type=device-name"}, nil, func(o *options) bool { return o.kubernetes.GPUIDType == "device-name" }},
 		{"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", nil, map[string]string{"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "uid"}, func(o *options) bool { return o.kubernetes.GPUIDType == "uid" }},
 		{"-r", []string{"-r", "dcgm.example:5555"}, nil, func(o *options) bool {
-			return o.dcgm.RemoteAddress == "dcgm.example:5555" && o.dcgm.Mode == "remote"
+			return o.source.Traits().RemoteHost == "dcgm.example" // remote, at that address
 		}},
-		{"DCGM_REMOTE_HOSTENGINE_INFO", nil, map[string]string{"DCGM_REMOTE_HOSTENGINE_INFO": "10.0.0.1:5555"}, func(o *options) bool { return o.dcgm.RemoteAddress == "10.0.0.1:5555" }},
+		{"DCGM_REMOTE_HOSTENGINE_INFO", nil, map[string]string{"DCGM_REMOTE_HOSTENGINE_INFO": "10.0.0.1:5555"}, func(o *options) bool { return o.source.Traits().RemoteHost == "10.0.0.1" }},
 		{"-d f", []string{"-d", "f"}, nil, func(o *options) bool { return o.collect.GPUList == nil }},
 		{"-d g", []string{"-d", "g"}, nil, func(o *options) bool { return o.collect.GPUList == nil }},
 		{"-d g:ids", []string{"-d", "g:0,2-3"}, nil, func(o *options) bool { return slices.Equal(o.collect.GPUList, []int{0, 2, 3}) }},

@@ -64,7 +64,7 @@ func (a *app) doctorConfig() doctor.Config {
 	o := a.o
 	k := o.kubernetes.Config()
 	return doctor.Config{
-		Source: o.source.Kind, Scenario: o.sim.Scenario, DCGMMode: o.dcgm.Mode, DCGMRemoteAddress: o.dcgm.RemoteAddress,
+		Source: o.source.Kind, Traits: o.source.Traits(),
 		Open: func(ctx context.Context) (source.Source, string, error) {
 			socket, err := a.openSource(ctx)
 			return a.src, socket, err

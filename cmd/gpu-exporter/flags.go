@@ -17,8 +17,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
 )
 
@@ -29,17 +28,17 @@ const envPrefix = "GPU_EXPORTER_"
 // options holds every command-line setting: each package's options, in
 // the order --help lists them, and the logging flags.
 type options struct {
-	web        server.Options
+	web server.Options
+	// source is --source and every source's own flags, which stand in
+	// --help where their source places them.
 	source     sourceopen.Options
 	collect    collector.Options
 	processes  processes.Options
-	sim        sim.Options
 	naming     exposition.NamingOptions
 	kubernetes podresources.Options
 	podLabels  podlabels.Options
 	dra        resourceslices.Options
 	hpc        hpcjobs.Options
-	dcgm       dcgm.Options
 
 	log logflags.Options
 
@@ -60,13 +59,13 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	o.source.AddFlags(fs)
 	o.collect.AddFlags(fs)
 	o.processes.AddFlags(fs)
-	o.sim.AddFlags(fs)
+	o.source.AddFlagsAt(fs, source.AfterProcesses)
 	o.naming.AddFlags(fs)
 	o.kubernetes.AddFlags(fs)
 	o.podLabels.AddFlags(fs)
 	o.dra.AddFlags(fs)
 	o.hpc.AddFlags(fs)
-	o.dcgm.AddFlags(fs)
+	o.source.AddFlagsAt(fs, source.Last)
 	o.log.AddFlags(fs)
 	fs.BoolVarP(&o.version, "version", "v", false, "Print version information and exit.")
 	return fs
@@ -84,9 +83,9 @@ func envName(flag string) string {
 // they are read, with a deadline. changed says which flags were given.
 func (o *options) validate(changed func(flag string) bool) error {
 	for _, check := range []func() error{
-		o.web.Validate, o.source.Validate, o.collect.Validate, o.sim.Validate, o.processes.Validate, o.naming.Validate,
+		o.web.Validate, o.source.Validate, o.collect.Validate, o.processes.Validate, o.naming.Validate,
 		func() error { return o.kubernetes.Validate(o.collect.Interval) }, o.podLabels.Validate, o.dra.Validate,
-		func() error { return o.hpc.Validate(o.collect.Interval) }, o.dcgm.Validate,
+		func() error { return o.hpc.Validate(o.collect.Interval) },
 	} {
 		if err := check(); err != nil {
 			return err

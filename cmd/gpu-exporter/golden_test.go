@@ -17,12 +17,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
@@ -115,13 +116,7 @@ func newSimRig(t *testing.T, name string) *demoRig {
 	clientCtx, stopClient := context.WithCancel(t.Context())
 	defer stopClient()
 	go client.Run(clientCtx)
-	deadline := time.Now().Add(10 * time.Second)
-	for client.Table().Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("simulated kubelet never answered")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Within(t, 10*time.Second, 5*time.Millisecond, "the simulated kubelet to answer", func() bool { return client.Table().Len() > 0 })
 	// Freeze the table the real client fetched: a later refresh timing out on
 	// a loaded machine must not make the golden output flaky. The demo's pods
 	// hold their GPUs for the whole run.

@@ -12,8 +12,8 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
 
 // benchSampler lists perGPU processes on every GPU of an inventory, four

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
@@ -216,13 +217,7 @@ func TestHungSourceTimesOutWithoutPilingUp(t *testing.T) {
 	}
 	src.update(func(f *fakeSource) { f.block = nil })
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Collect(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("did not recover after the hung read returned")
-		}
-		runtime.Gosched()
-	}
+	poll.Within(t, 5*time.Second, time.Millisecond, "a collection to succeed after the hung read returned", func() bool { return c.Collect(ctx) == nil })
 }
 
 func TestWatchOnceAndAgainAfterSetFields(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source/dcgm"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/tests/fakedcgm"
 )
 
@@ -116,7 +116,7 @@ func TestDoctorOnFakeDCGM(t *testing.T) {
 			}
 			var opened source.Source
 			cfg := nvmlConfig(t, nil, socket)
-			cfg.Source, cfg.DefaultFields = "dcgm", set
+			cfg.Source, cfg.Traits, cfg.DefaultFields = "dcgm", traits(t, "--source=dcgm"), set
 			cfg.Open = func(context.Context) (source.Source, string, error) {
 				src, err := dcgm.New(dcgm.Config{Mode: dcgm.ModeEmbedded, Interval: time.Second, CallTimeout: 2 * time.Second, Health: true}, nil)
 				if src != nil {

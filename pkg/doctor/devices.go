@@ -7,17 +7,12 @@ import (
 	"strings"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // nvidiactl is the driver's control node, which NVML and DCGM open first
 // (NVIDIA driver README, "Installing the NVIDIA driver: device files").
 const nvidiactl = "/dev/nvidiactl"
-
-// usesLocalGPUs says whether the source reads GPUs through this host's
-// device nodes: not the simulator, not a remote hostengine.
-func usesLocalGPUs(cfg Config) bool {
-	return cfg.Source != "sim" && !(cfg.Source == "dcgm" && cfg.DCGMMode == "remote")
-}
 
 // checkDevices checks that the NVIDIA device nodes exist and can be opened
 // for reading and writing.
@@ -29,7 +24,7 @@ func checkDevices(cfg Config) Result {
 		return res
 	}
 	slices.Sort(nodes)
-	if !usesLocalGPUs(cfg) {
+	if !cfg.Traits.Checkup.LocalDevices {
 		res.Status = OK
 		res.Found = fmt.Sprintf("not needed by --source=%s; %d NVIDIA device nodes present", cfg.Source, len(nodes))
 		return res
@@ -82,14 +77,14 @@ func checkProfiling(cfg Config, set []fields.Field) Result {
 	case len(prof) == 0:
 		res.Status, res.Found = OK, "no profiling fields in the set: CAP_SYS_ADMIN not needed"
 		return res
-	case cfg.Source == "sim":
+	case cfg.Traits.Checkup.Profiling == source.ProfilingSimulated:
 		res.Status, res.Found = OK, fmt.Sprintf("%d profiling fields, simulated", len(prof))
 		return res
-	case cfg.Source == "nvml":
-		res.Status, res.Found = Warn, fmt.Sprintf("%d profiling fields in the set, but --source=nvml cannot read them: they stay blank", len(prof))
+	case cfg.Traits.Checkup.Profiling == source.ProfilingNone:
+		res.Status, res.Found = Warn, fmt.Sprintf("%d profiling fields in the set, but --source=%s cannot read them: they stay blank", len(prof), cfg.Source)
 		res.Fix = "use --source=dcgm for profiling fields, or remove them from --collect.counters"
 		return res
-	case cfg.DCGMMode == "remote":
+	case cfg.Traits.Checkup.Profiling == source.ProfilingRemote:
 		res.Status, res.Found = OK, fmt.Sprintf("%d profiling fields: read by the remote hostengine, which needs CAP_SYS_ADMIN itself", len(prof))
 		return res
 	}

@@ -154,13 +154,10 @@ type Opener func(ctx context.Context) (src source.Source, kubeletSocket string, 
 
 // Config is the configuration to check: the exporter's flags, resolved.
 type Config struct {
-	// Source is --source: auto, dcgm, nvml or sim.
+	// Source is --source, named in the report.
 	Source string
-	// Scenario is --sim.scenario, named in the report.
-	Scenario string
-	// DCGMMode and DCGMRemoteAddress are --dcgm.mode and --dcgm.remote-address.
-	DCGMMode          string
-	DCGMRemoteAddress string
+	// Traits are the source's properties, and what to check for it.
+	Traits source.Traits
 	// Open opens the source.
 	Open Opener
 

@@ -18,11 +18,15 @@ import (
 	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
 )
 
 // fakeSource is a source whose every answer a test chooses.
@@ -109,12 +113,28 @@ func startKubelet(t *testing.T) *kubelet.Server {
 	return k
 }
 
+// traits are the properties of the source the flags in args name, from
+// the exporter's own table.
+func traits(t *testing.T, args ...string) source.Traits {
+	t.Helper()
+	o := &sourceopen.Options{}
+	flagtest.Parse(t, func(fs *pflag.FlagSet) {
+		o.AddFlags(fs)
+		o.AddFlagsAt(fs, source.AfterProcesses)
+		o.AddFlagsAt(fs, source.Last)
+	}, args...)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return o.Traits()
+}
+
 // nvmlConfig is --source=nvml on a good host with src as the source and a
 // kubelet on socket.
 func nvmlConfig(t *testing.T, src source.Source, socket string) Config {
 	cat := catalog(t)
 	return Config{
-		Source: "nvml", DCGMMode: "embedded",
+		Source: "nvml", Traits: traits(t, "--source=nvml"),
 		Open:    func(context.Context) (source.Source, string, error) { return src, "", nil },
 		Catalog: cat, DefaultFields: cat.Defaults(),
 		Kubernetes: Kubernetes{Enabled: "auto", Socket: socket, ResourceNames: podresources.DefaultResourceNames(),
@@ -143,7 +163,7 @@ func TestDoctorSimulatorPassesEveryCheck(t *testing.T) {
 	k := startKubelet(t)
 	k.FollowSim(src)
 	cfg := nvmlConfig(t, src, "")
-	cfg.Source, cfg.Scenario = "sim", "mig"
+	cfg.Source, cfg.Traits = "sim", traits(t, "--source=sim", "--sim.scenario=mig")
 	cfg.Open = func(context.Context) (source.Source, string, error) { return src, k.Path(), nil }
 	cfg.Host.DeviceNodes = func() ([]string, error) { return nil, nil }
 	cfg.Host.CapSysAdmin = func() (bool, error) { return false, nil }
@@ -247,7 +267,7 @@ func TestDoctorChecks(t *testing.T) {
 		{
 			name: "auto without DCGM or NVML",
 			edit: func(c *Config) {
-				c.Source = "auto"
+				c.Source, c.Traits = "auto", traits(t, "--source=auto")
 				c.Host.FindLibrary = func(name string) (string, error) { return "", errors.New(name + " not found") }
 				c.Open = func(context.Context) (source.Source, string, error) {
 					return nil, "", errors.New("--source=auto: no GPU source answered")
@@ -271,7 +291,7 @@ func TestDoctorChecks(t *testing.T) {
 			name: "remote hostengine down",
 			src:  &fakeSource{inv: oneGPU(), invErr: fmt.Errorf("dcgm connect: %w", source.ErrUnavailable)},
 			edit: func(c *Config) {
-				c.Source, c.DCGMMode, c.DCGMRemoteAddress = "dcgm", "remote", filepath.Join(dir, "no-hostengine.sock")
+				c.Source, c.Traits = "dcgm", traits(t, "--source=dcgm", "--dcgm.remote-address="+filepath.Join(dir, "no-hostengine.sock"))
 			},
 			checks: []check{{CheckSource, Fail, []string{"inventory", "not reachable", "start nv-hostengine"}}},
 			failed: true,
@@ -280,7 +300,7 @@ func TestDoctorChecks(t *testing.T) {
 			name: "embedded DCGM without libdcgm",
 			src:  &fakeSource{inv: oneGPU(), invErr: errors.New("dcgm Init: libdcgm.so.4 not found")},
 			edit: func(c *Config) {
-				c.Source = "dcgm"
+				c.Source, c.Traits = "dcgm", traits(t, "--source=dcgm")
 				c.Host.FindLibrary = func(name string) (string, error) { return "", errors.New("not found") }
 			},
 			checks: []check{{CheckSource, Fail, []string{"libdcgm.so.4 not found: install DCGM 4"}}},
@@ -339,7 +359,7 @@ func TestDoctorChecks(t *testing.T) {
 			name: "profiling fields blank, no CAP_SYS_ADMIN",
 			src:  &fakeSource{inv: oneGPU(), blank: map[uint16]bool{1002: true}},
 			edit: func(c *Config) {
-				c.Source, c.CountersFile = "dcgm", prof
+				c.Source, c.Traits, c.CountersFile = "dcgm", traits(t, "--source=dcgm"), prof
 				c.Host.CapSysAdmin = func() (bool, error) { return false, nil }
 			},
 			checks: []check{
@@ -483,7 +503,7 @@ func TestDoctorChecks(t *testing.T) {
 		{
 			name: "remote DCGM needs no local device node",
 			edit: func(c *Config) {
-				c.Source, c.DCGMMode = "dcgm", "remote"
+				c.Source, c.Traits = "dcgm", traits(t, "--source=dcgm", "--dcgm.remote-address=/run/nv-hostengine.sock")
 				c.Host.DeviceNodes = func() ([]string, error) { return nil, nil }
 			},
 			checks: []check{{CheckDevices, OK, []string{"not needed"}}},
@@ -588,17 +608,6 @@ func TestHostProbes(t *testing.T) {
 		got, err := capEffHas(p, capSysAdmin)
 		if got != tc.want || (err != nil) != tc.wantErr {
 			t.Errorf("capEffHas(%q) = %v, %v; want %v, error %v", tc.status, got, err, tc.want, tc.wantErr)
-		}
-	}
-	for in, want := range map[string][2]string{
-		"10.0.0.1":            {"tcp", "10.0.0.1:5555"},
-		"host:6000":           {"tcp", "host:6000"},
-		"tcp://host:7000":     {"tcp", "host:7000"},
-		"/run/dcgm.sock":      {"unix", "/run/dcgm.sock"},
-		"unix:///run/he.sock": {"unix", "/run/he.sock"},
-	} {
-		if n, a := hostengineAddress(in); n != want[0] || a != want[1] {
-			t.Errorf("hostengineAddress(%q) = %s %s, want %v", in, n, a, want)
 		}
 	}
 }

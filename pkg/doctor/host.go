@@ -13,14 +13,13 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // Libraries the GPU sources load with dlopen.
 const (
-	// LibDCGM is what go-dcgm dlopens (go-dcgm pkg/dcgm/admin.go, dcgmLib).
-	LibDCGM = "libdcgm.so.4"
-	// LibNVML is what go-nvml dlopens (go-nvml pkg/nvml/lib.go, defaultNvmlLibraryName).
-	LibNVML = "libnvidia-ml.so.1"
+	LibDCGM = cgocall.LibDCGM
+	LibNVML = cgocall.LibNVML
 )
 
 // capSysAdmin is CAP_SYS_ADMIN's bit in CapEff (linux/capability.h).

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 )
 
 // Fake procfs trees. In the host's PID namespace PID 2 is kthreadd, whose

@@ -13,23 +13,14 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
-// dcgmDefaultPort is nv-hostengine's default port (DCGM's
-// DCGM_HE_PORT_NUMBER, dcgm_structs.h).
-const dcgmDefaultPort = "5555"
-
 // checkSource opens the source as the exporter would and reads its
 // inventory. It returns the open source (nil on failure), its inventory and
 // the simulated kubelet's socket.
 func checkSource(ctx context.Context, cfg Config) (source.Source, *source.Inventory, string, Result) {
 	res := Result{Check: CheckSource}
-	libs := libraryFindings(cfg)
-	if cfg.Source == "dcgm" || cfg.Source == "auto" {
-		if cfg.DCGMMode == "remote" {
-			libs = append(libs, hostengineFinding(ctx, cfg))
-		}
-	}
-	if cfg.Source != "sim" {
-		res.Details = libs
+	res.Details = libraryFindings(cfg)
+	for _, e := range cfg.Traits.Checkup.Endpoints {
+		res.Details = append(res.Details, endpointFinding(ctx, cfg, e))
 	}
 	cctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
@@ -49,7 +40,7 @@ func checkSource(ctx context.Context, cfg Config) (source.Source, *source.Invent
 	res.Status = OK
 	if inv.GPUs() == 0 {
 		res.Status = Warn
-		if src.Name() != "sim" {
+		if !cfg.Traits.MayLackGPUs {
 			res.Status = Fail // the exporter refuses to start without a GPU
 		}
 		res.Fix = "no GPU is visible: check that the driver sees GPUs (nvidia-smi) and that the container runs with the NVIDIA runtime and NVIDIA_VISIBLE_DEVICES=all"
@@ -60,23 +51,16 @@ func checkSource(ctx context.Context, cfg Config) (source.Source, *source.Invent
 
 // why says why --source picked the backend.
 func why(cfg Config, picked string) string {
-	switch {
-	case cfg.Source == "sim":
-		return " (scenario " + cfg.Scenario + ")"
-	case picked == "dcgm" && cfg.DCGMMode == "remote":
-		return " (remote hostengine " + cfg.DCGMRemoteAddress + ")"
-	case picked == "dcgm":
-		return " (embedded hostengine)"
-	case cfg.Source == "auto":
-		return " (DCGM did not answer)"
+	if w := cfg.Traits.Checkup.Why; w != nil {
+		return w(picked)
 	}
 	return ""
 }
 
-// libraryFindings says where each library was found.
+// libraryFindings says where each library the source loads was found.
 func libraryFindings(cfg Config) []string {
 	var out []string
-	for _, lib := range []string{LibDCGM, LibNVML} {
+	for _, lib := range cfg.Traits.Checkup.Libraries {
 		if p, err := cfg.Host.FindLibrary(lib); err == nil {
 			out = append(out, lib+": "+p)
 		} else {
@@ -86,65 +70,24 @@ func libraryFindings(cfg Config) []string {
 	return out
 }
 
-// hostengineFinding dials the remote hostengine's address once.
-func hostengineFinding(ctx context.Context, cfg Config) string {
-	network, addr := hostengineAddress(cfg.DCGMRemoteAddress)
+// endpointFinding dials a service the source needs once.
+func endpointFinding(ctx context.Context, cfg Config, e source.Endpoint) string {
 	cctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(cctx, network, addr)
+	conn, err := (&net.Dialer{}).DialContext(cctx, e.Network, e.Address)
 	if err != nil {
-		return fmt.Sprintf("hostengine %s %s: not reachable: %v", network, addr, err)
+		return fmt.Sprintf("%s %s %s: not reachable: %v", e.What, e.Network, e.Address, err)
 	}
 	_ = conn.Close()
-	return fmt.Sprintf("hostengine %s %s: reachable", network, addr)
-}
-
-// hostengineAddress splits an address as dcgm.Config.RemoteAddress reads
-// it: host[:port], tcp://host:port, a path starting with / or ., unix://path.
-func hostengineAddress(a string) (network, addr string) {
-	switch {
-	case strings.HasPrefix(a, "unix://"):
-		return "unix", strings.TrimPrefix(a, "unix://")
-	case strings.HasPrefix(a, "/"), strings.HasPrefix(a, "."):
-		return "unix", a
-	}
-	a = strings.TrimPrefix(a, "tcp://")
-	if _, _, err := net.SplitHostPort(a); err != nil {
-		a = net.JoinHostPort(a, dcgmDefaultPort)
-	}
-	return "tcp", a
+	return fmt.Sprintf("%s %s %s: reachable", e.What, e.Network, e.Address)
 }
 
 // sourceFix says what to do when the source does not open or answer.
 func sourceFix(cfg Config) string {
-	_, dcgmErr := cfg.Host.FindLibrary(LibDCGM)
-	_, nvmlErr := cfg.Host.FindLibrary(LibNVML)
-	driver := "install the NVIDIA driver and run the exporter with the NVIDIA container runtime (runtimeClassName: nvidia, NVIDIA_DRIVER_CAPABILITIES=compute,utility)"
-	switch cfg.Source {
-	case "sim":
-		return "check --sim.scenario: a built-in name or a readable scenario file"
-	case "nvml":
-		if nvmlErr != nil {
-			return LibNVML + " not found: " + driver
-		}
-		return "NVML is installed but does not answer: check the driver with nvidia-smi and the device nodes (see the devices check)"
-	case "dcgm":
-		return dcgmFix(cfg, dcgmErr)
+	if f := cfg.Traits.Checkup.Fix; f != nil {
+		return f(func(lib string) bool { _, err := cfg.Host.FindLibrary(lib); return err != nil })
 	}
-	if dcgmErr != nil && nvmlErr != nil {
-		return "neither " + LibDCGM + " nor " + LibNVML + " found: " + driver + "; add DCGM (datacenter-gpu-manager-4) for profiling fields, or use --source=sim to try the simulator"
-	}
-	return "DCGM: " + dcgmFix(cfg, dcgmErr) + "; NVML: check the driver with nvidia-smi"
-}
-
-func dcgmFix(cfg Config, libErr error) string {
-	if cfg.DCGMMode == "remote" {
-		return "start nv-hostengine where --dcgm.remote-address points (" + cfg.DCGMRemoteAddress + "), or fix the address; the GPU Operator's is nvidia-dcgm.<namespace>.svc:5555 with dcgm.enabled=true"
-	}
-	if libErr != nil {
-		return LibDCGM + " not found: install DCGM 4 (datacenter-gpu-manager-4) in the image or on the host, or use --dcgm.remote-address to reach a running nv-hostengine, or --source=nvml"
-	}
-	return "DCGM is installed but the embedded hostengine did not start: check the driver with nvidia-smi and the device nodes (see the devices check)"
+	return ""
 }
 
 // describeInventory summarises GPUs by model.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 )
 
 // baselineInput reads one sample of a built-in scenario one minute in, with every

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/config"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -426,13 +427,7 @@ func TestReaderRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "0"), []byte("4242\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(r.Table().Jobs(gpu(0))) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the job never showed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Within(t, 10*time.Second, 5*time.Millisecond, "the job to show", func() bool { return len(r.Table().Jobs(gpu(0))) > 0 })
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {

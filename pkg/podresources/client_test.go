@@ -19,8 +19,8 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // syncBuffer collects log output written from several goroutines.

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 )
 
 // testClock is a clock the test moves by hand.

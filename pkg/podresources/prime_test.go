@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 )
 
 // TestPrimeWaitsForTheFirstAnswer: Prime returns with the kubelet's

@@ -4,6 +4,7 @@ package processes
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -19,6 +20,7 @@ type NVMLConfig struct {
 	Library     NVMLLibrary
 	CallTimeout time.Duration
 	Rescan      time.Duration
+	Logger      *slog.Logger
 }
 
 // NVMLSampler is not available in this build.

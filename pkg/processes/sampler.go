@@ -80,6 +80,21 @@ func DeviceErrors(err error) []*DeviceError {
 	return out
 }
 
+// Simulated is a source whose processes are its own rather than the
+// driver's (the simulated node): it samples them, names their pods and
+// containers, and writes their procfs tree under procfs, a directory the
+// caller owns, so that the real cgroup parser and resolver read it.
+type Simulated interface {
+	SimulatedProcesses(procfs string) (SimulatedSampler, error)
+}
+
+// SimulatedSampler samples a simulated node's processes and names their
+// pods.
+type SimulatedSampler interface {
+	Sampler
+	PodLookup
+}
+
 // Sampler lists, once per collection, the processes on every GPU and MIG
 // device with their memory and utilization. Implementations: NVML (beside
 // any source: NVML is present wherever the driver is) and the simulator.

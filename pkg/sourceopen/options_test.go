@@ -9,10 +9,25 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/flagtest"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
+
+// parse declares --source and every source's flags, in every place of
+// --help, and parses args.
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := &Options{}
+	flagtest.Parse(t, func(fs *pflag.FlagSet) {
+		o.AddFlags(fs)
+		o.AddFlagsAt(fs, source.AfterProcesses)
+		o.AddFlagsAt(fs, source.Last)
+	}, args...)
+	return o
+}
 
 func TestOptions(t *testing.T) {
 	t.Parallel()
@@ -22,8 +37,8 @@ func TestOptions(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()
-			var o Options
-			flagtest.WantErr(t, flagtest.Validate(t, &o, "--source="+tc.kind), tc.want)
+			o := parse(t, "--source="+tc.kind)
+			flagtest.WantErr(t, o.Validate(), tc.want)
 		})
 	}
 }
@@ -34,7 +49,11 @@ func TestAccountant(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opened, err := Open(ctx, Config{Kind: "sim", Scenario: "timeslicing", Processes: processes.ModeContainer}, slog.New(slog.DiscardHandler))
+	o := parse(t, "--source=sim", "--sim.scenario=timeslicing")
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := o.Open(ctx, Settings{Processes: processes.ModeContainer}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

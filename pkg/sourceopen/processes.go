@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // ProcessSampling is what process accounting reads beside the source.
@@ -27,34 +27,34 @@ type ProcessSampling struct {
 	Pods processes.PodLookup
 }
 
-// openProcesses opens process sampling beside the source when cfg asks
-// for it: the simulator's processes (with their procfs tree in a
-// temporary directory) for --source=sim, NVML otherwise, whatever the
-// source (NVML is present wherever the driver is).
-func (o *Opened) openProcesses(cfg Config, logger *slog.Logger) error {
-	if cfg.Processes == processes.ModeOff {
+// openProcesses opens process sampling beside the source when s asks for
+// it: a simulated node's own processes (with their procfs tree in a
+// temporary directory), NVML otherwise, whatever the source (NVML is
+// present wherever the driver is).
+func (o *Opened) openProcesses(s Settings, logger *slog.Logger) error {
+	if s.Processes == processes.ModeOff {
 		return nil
 	}
-	if src, ok := o.Source.(*sim.Source); ok {
+	if src, ok := o.Source.(processes.Simulated); ok {
 		dir, err := os.MkdirTemp("", "gpu-exporter-sim-proc-")
 		if err != nil {
 			return fmt.Errorf("simulated procfs: %w", err)
 		}
-		o.cleanup = append(o.cleanup, func() { _ = os.RemoveAll(dir) })
-		ps, err := src.ProcessSampler(dir)
+		o.OnClose(func() { _ = os.RemoveAll(dir) })
+		ps, err := src.SimulatedProcesses(dir)
 		if err != nil {
 			return err
 		}
-		o.cleanup = append(o.cleanup, func() { _ = ps.Close() })
+		o.OnClose(func() { _ = ps.Close() })
 		o.Processes = &ProcessSampling{Sampler: ps, Procfs: dir, Pods: ps}
 		return nil
 	}
-	s, err := processes.NewNVML(processes.NVMLConfig{CallTimeout: callTimeout(cfg), Logger: logger})
+	sampler, err := processes.NewNVML(processes.NVMLConfig{CallTimeout: cgocall.CallTimeout(s.CollectTimeout), Logger: logger})
 	if err != nil {
 		return fmt.Errorf("--collect.processes: %w", err)
 	}
-	o.cleanup = append(o.cleanup, func() { _ = s.Close() })
-	o.Processes = &ProcessSampling{Sampler: s, Procfs: cfg.Procfs, HostPIDs: true}
+	o.OnClose(func() { _ = sampler.Close() })
+	o.Processes = &ProcessSampling{Sampler: sampler, Procfs: s.Procfs, HostPIDs: true}
 	return nil
 }
 

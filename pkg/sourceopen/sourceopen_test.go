@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 func TestOpenSim(t *testing.T) {
@@ -18,22 +20,27 @@ func TestOpenSim(t *testing.T) {
 	given := filepath.Join(t.TempDir(), "kubelet.sock")
 	tests := []struct {
 		name       string
-		cfg        Config
+		args       []string
+		settings   source.Settings
 		wantSocket string // "temp": a new temporary socket; "": none
 		wantErr    string
 	}{
-		{name: "no kubelet", cfg: Config{Kind: "sim", Scenario: "demo"}},
-		{name: "kubelet on a temporary socket", cfg: Config{Kind: "sim", Scenario: "demo", SimKubelet: true}, wantSocket: "temp"},
-		{name: "kubelet on the given socket", cfg: Config{Kind: "sim", Scenario: "demo", SimKubelet: true, SimKubeletSocket: given}, wantSocket: given},
-		{name: "unknown built-in scenario", cfg: Config{Kind: "sim", Scenario: "nosuch"}, wantErr: "--sim.scenario"},
-		{name: "missing scenario file", cfg: Config{Kind: "sim", Scenario: "/nonexistent/s.yaml"}, wantErr: "--sim.scenario: scenario:"},
+		{name: "no kubelet", args: []string{"--source=sim", "--sim.scenario=demo"}},
+		{name: "kubelet on a temporary socket", args: []string{"--source=sim", "--sim.scenario=demo"}, settings: source.Settings{Kubelet: true}, wantSocket: "temp"},
+		{name: "kubelet on the given socket", args: []string{"--source=sim", "--sim.scenario=demo"}, settings: source.Settings{Kubelet: true, KubeletSocket: given}, wantSocket: given},
+		{name: "unknown built-in scenario", args: []string{"--source=sim", "--sim.scenario=nosuch"}, wantErr: "--sim.scenario"},
+		{name: "missing scenario file", args: []string{"--source=sim", "--sim.scenario=/nonexistent/s.yaml"}, wantErr: "--sim.scenario: scenario:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			o, err := Open(ctx, tt.cfg, logger)
+			opts := parse(t, tt.args...)
+			if err := opts.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			o, err := opts.Open(ctx, Settings{Settings: tt.settings}, logger)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Open: err %v, want one containing %q", err, tt.wantErr)

@@ -29,9 +29,9 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim/kubelet"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim/kubelet"
 )
 
 // clock is the simulated time the test moves.

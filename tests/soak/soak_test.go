@@ -20,8 +20,8 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/collector"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
 
 type churningAttribution struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -64,16 +65,9 @@ func TestWorkerBlockedCall(t *testing.T) {
 	}
 
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if err := w.Do(context.Background(), "After", func() {}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("worker did not recover after the blocked call returned")
-		}
-		runtime.Gosched()
-	}
+	poll.Within(t, 5*time.Second, time.Millisecond, "the worker to recover after the blocked call returned", func() bool {
+		return w.Do(context.Background(), "After", func() {}) == nil
+	})
 	go func() { w.Close(time.Second); close(exited) }()
 	<-exited
 }

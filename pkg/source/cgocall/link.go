@@ -8,6 +8,14 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
+// The shared libraries the C-library sources dlopen.
+const (
+	// LibDCGM is what go-dcgm dlopens (go-dcgm pkg/dcgm/admin.go, dcgmLib).
+	LibDCGM = "libdcgm.so.4"
+	// LibNVML is what go-nvml dlopens (go-nvml pkg/nvml/lib.go, defaultNvmlLibraryName).
+	LibNVML = "libnvidia-ml.so.1"
+)
+
 // Defaults of Retry's zero fields.
 const (
 	DefaultCallTimeout = 10 * time.Second
@@ -138,4 +146,11 @@ func Unavailable(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+}
+
+// CallTimeout bounds one library call of a collection that may take
+// collectTimeout: at most DefaultCallTimeout, and never more than the
+// whole collection.
+func CallTimeout(collectTimeout time.Duration) time.Duration {
+	return min(DefaultCallTimeout, collectTimeout)
 }

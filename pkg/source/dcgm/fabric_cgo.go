@@ -14,6 +14,7 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // Fields of NVSwitches and their ports read once per inventory load, as
@@ -85,8 +86,8 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 		return s.fabric, nil
 	}
 	f := &fabricTopology{at: s.now()}
-	var ce *callError
-	switches, err := call(ctx, s.w, "GetEntityGroupEntities", func() ([]uint, error) {
+	var ce *cgocall.CallError
+	switches, err := cgocall.Call(ctx, s.w, "GetEntityGroupEntities", func() ([]uint, error) {
 		return godcgm.GetEntityGroupEntities(godcgm.FE_SWITCH)
 	})
 	switch {
@@ -112,7 +113,7 @@ func (s *Source) loadFabric(ctx context.Context) (*fabricTopology, error) {
 		}
 		f.switches = slices.Sorted(slices.Values(switches))
 	}
-	links, err := call(ctx, s.w, "GetNvLinkLinkStatus", godcgm.GetNvLinkLinkStatus)
+	links, err := cgocall.Call(ctx, s.w, "GetNvLinkLinkStatus", godcgm.GetNvLinkLinkStatus)
 	switch {
 	case errors.As(err, &ce):
 		return nil, err
@@ -265,10 +266,10 @@ func (s *Source) fabricAttributes(ctx context.Context, pairs []godcgm.GroupEntit
 		return attrs, nil
 	}
 	ids := append(slices.Clone(switchFields), portFields...)
-	vals, err := call(ctx, s.w, "EntitiesGetLatestValues", func() ([]godcgm.FieldValue_v2, error) {
+	vals, err := cgocall.Call(ctx, s.w, "EntitiesGetLatestValues", func() ([]godcgm.FieldValue_v2, error) {
 		return godcgm.EntitiesGetLatestValues(pairs, ids, godcgm.DCGM_FV_FLAG_LIVE_DATA)
 	})
-	var ce *callError
+	var ce *cgocall.CallError
 	switch {
 	case errors.As(err, &ce):
 		return nil, err

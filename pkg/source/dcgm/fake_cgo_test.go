@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/tests/fakedcgm"
@@ -109,13 +110,7 @@ func (h *harness) read() *source.Sample {
 // eventually polls cond until it holds or the deadline passes.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Within(h.t, 10*time.Second, 2*time.Millisecond, what, cond)
 }
 
 // readUntil reads until cond holds for a sample.

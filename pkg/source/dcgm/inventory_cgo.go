@@ -15,6 +15,7 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // inventoryMaxAge forces an inventory reload now and then, so that a GPU
@@ -55,7 +56,7 @@ type topology struct {
 }
 
 func (s *Source) loadTopology(ctx context.Context) (topology, error) {
-	ids, err := call(ctx, s.w, "GetSupportedDevices", godcgm.GetSupportedDevices)
+	ids, err := cgocall.Call(ctx, s.w, "GetSupportedDevices", godcgm.GetSupportedDevices)
 	if err != nil {
 		return topology{}, err
 	}
@@ -72,9 +73,9 @@ func (s *Source) loadTopology(ctx context.Context) (topology, error) {
 			}
 		}
 	}
-	h, err := call(ctx, s.w, "GetGPUInstanceHierarchy", godcgm.GetGPUInstanceHierarchy)
+	h, err := cgocall.Call(ctx, s.w, "GetGPUInstanceHierarchy", godcgm.GetGPUInstanceHierarchy)
 	if err != nil {
-		var ce *callError
+		var ce *cgocall.CallError
 		if errors.As(err, &ce) {
 			return topology{}, err
 		}
@@ -138,7 +139,7 @@ func (s *Source) loadInventory(ctx context.Context) (*inventory, error) {
 func (s *Source) buildInventory(ctx context.Context, t topology) (*inventory, error) {
 	var gpus, unwell []uint
 	for _, id := range t.gpus {
-		status, err := call(ctx, s.w, "GetGPUStatus", func() (godcgm.EntityStatus, error) {
+		status, err := cgocall.Call(ctx, s.w, "GetGPUStatus", func() (godcgm.EntityStatus, error) {
 			return godcgm.GetGPUStatus(id), nil
 		})
 		if err != nil {
@@ -239,7 +240,7 @@ func usable(status godcgm.EntityStatus) bool {
 // unusable; none, and no call, in the usual case.
 func (s *Source) anyRecovered(ctx context.Context) (bool, error) {
 	for _, id := range s.inv.unwell {
-		status, err := call(ctx, s.w, "GetGPUStatus", func() (godcgm.EntityStatus, error) {
+		status, err := cgocall.Call(ctx, s.w, "GetGPUStatus", func() (godcgm.EntityStatus, error) {
 			return godcgm.GetGPUStatus(id), nil
 		})
 		if err != nil || usable(status) {
@@ -335,7 +336,7 @@ func (s *Source) readAttributes(ctx context.Context, gpus []uint, gis, cis []god
 	if len(pairs) == 0 {
 		return attrs, nil
 	}
-	vals, err := call(ctx, s.w, "EntitiesGetLatestValues", func() ([]godcgm.FieldValue_v2, error) {
+	vals, err := cgocall.Call(ctx, s.w, "EntitiesGetLatestValues", func() ([]godcgm.FieldValue_v2, error) {
 		return godcgm.EntitiesGetLatestValues(pairs, attributeFields, godcgm.DCGM_FV_FLAG_LIVE_DATA)
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // readLevel reads every field of one level for all its entities in one
@@ -24,7 +25,7 @@ import (
 // it falls back to one call per entity, so one entity cannot blank the
 // others.
 func (s *Source) readLevel(ctx context.Context, rc *readCall, sample *source.Sample) error {
-	vals, err := call(ctx, s.w, "EntitiesGetLatestValues", func() ([]godcgm.FieldValue_v2, error) {
+	vals, err := cgocall.Call(ctx, s.w, "EntitiesGetLatestValues", func() ([]godcgm.FieldValue_v2, error) {
 		return godcgm.EntitiesGetLatestValues(rc.entities, rc.fieldIDs, 0)
 	})
 	if err == nil {
@@ -38,11 +39,11 @@ func (s *Source) readLevel(ctx context.Context, rc *readCall, sample *source.Sam
 		s.log.Warn("dcgm bulk read failed; reading entities one by one", "level", rc.spec.kind.String(), "err", err)
 	}
 	for _, e := range rc.entities {
-		vals, err := call(ctx, s.w, "EntityGetLatestValues", func() ([]godcgm.FieldValue_v1, error) {
+		vals, err := cgocall.Call(ctx, s.w, "EntityGetLatestValues", func() ([]godcgm.FieldValue_v1, error) {
 			return godcgm.EntityGetLatestValues(e.EntityGroupId, e.EntityId, rc.fieldIDs)
 		})
 		if err != nil {
-			var ce *callError
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) {
 				return err
 			}
@@ -139,7 +140,7 @@ func (s *Source) readXIDs(ctx context.Context) ([]source.XIDEvent, error) {
 		return nil, nil
 	}
 	since := s.xidSince
-	got, err := call(ctx, s.w, "GetValuesSince", func() (valuesSince, error) {
+	got, err := cgocall.Call(ctx, s.w, "GetValuesSince", func() (valuesSince, error) {
 		vals, next, err := godcgm.GetValuesSince(ws.xidGroup, ws.xidFields, since)
 		return valuesSince{vals, next}, err
 	})
@@ -196,7 +197,7 @@ func (s *Source) Health(ctx context.Context) (*HealthReport, error) {
 	if ws == nil || !ws.health {
 		return nil, errors.New("dcgm: no health watches set (no GPUs, or DCGM refused them)")
 	}
-	resp, err := call(ctx, s.w, "HealthCheck", func() (godcgm.HealthResponse, error) {
+	resp, err := cgocall.Call(ctx, s.w, "HealthCheck", func() (godcgm.HealthResponse, error) {
 		return godcgm.HealthCheck(ws.healthGroup)
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ var inUse atomic.Bool
 type Source struct {
 	cfg Config
 	log *slog.Logger
-	w   *worker
+	w   *cgocall.Worker
 	now func() time.Time
 	// inited says go-dcgm is initialised; only jobs on the worker change it.
 	inited atomic.Bool
@@ -89,7 +89,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		link:   cgocall.NewLink("dcgm", cgocall.Retry{CallTimeout: cfg.CallTimeout, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax}),
 		logged: map[string]bool{},
 	}
-	s.w = newWorker(cfg.CallTimeout, s.release)
+	s.w = cgocall.NewWorker("dcgm", cfg.CallTimeout, s.release)
 	s.logs = logthrottle.New(s.log, logthrottle.Config{})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +120,7 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errClosed
+		return cgocall.ErrClosed
 	}
 	same := s.link.Up() && slices.EqualFunc(set, s.set, func(a, b fields.Field) bool { return a.ID == b.ID })
 	s.set = slices.Clone(set)
@@ -174,7 +174,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 	sample.LinkStates = s.linkStates()
 	xids, err := s.readXIDs(ctx)
 	if err != nil {
-		var ce *callError
+		var ce *cgocall.CallError
 		if errors.As(err, &ce) {
 			return nil, s.failed(err)
 		}
@@ -214,7 +214,7 @@ func (s *Source) Close() error {
 	s.closed = true
 	s.link.Down()
 	if s.inited.Load() {
-		_, _ = call(context.Background(), s.w, "Shutdown", s.shutdownJob)
+		_, _ = cgocall.Call(context.Background(), s.w, "Shutdown", s.shutdownJob)
 	}
 	s.mu.Unlock()
 	if !s.w.Close(s.cfg.CallTimeout) {
@@ -241,7 +241,7 @@ func (s *Source) shutdownJob() (struct{}, error) {
 // ensure connects if needed and allowed by the backoff.
 func (s *Source) ensure(ctx context.Context) error {
 	if s.closed {
-		return errClosed
+		return cgocall.ErrClosed
 	}
 	if s.link.Up() {
 		return nil
@@ -266,8 +266,8 @@ func (s *Source) ensure(ctx context.Context) error {
 // connect (re)initialises go-dcgm and rebuilds inventory, groups and watches.
 func (s *Source) connect(ctx context.Context) error {
 	if s.inited.Load() {
-		if _, err := call(ctx, s.w, "Shutdown", s.shutdownJob); err != nil {
-			var ce *callError
+		if _, err := cgocall.Call(ctx, s.w, "Shutdown", s.shutdownJob); err != nil {
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) {
 				return err
 			}
@@ -285,7 +285,7 @@ func (s *Source) connect(ctx context.Context) error {
 		}
 		mode, args = godcgm.Standalone, []string{addr, flag}
 	}
-	if _, err := call(ctx, s.w, "Init", func() (struct{}, error) {
+	if _, err := cgocall.Call(ctx, s.w, "Init", func() (struct{}, error) {
 		_, err := godcgm.Init(mode, args...)
 		if err == nil {
 			s.inited.Store(true)
@@ -320,7 +320,7 @@ func (s *Source) failed(err error) error {
 // gone rather than a problem with the request. Errors without a DCGM code
 // (go-dcgm drops it on many calls) count as lost.
 func connectionLost(err error) bool {
-	var ce *callError
+	var ce *cgocall.CallError
 	if errors.As(err, &ce) {
 		return true
 	}

@@ -15,6 +15,7 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 	"github.com/gpu-exporter/gpu-exporter/tests/fakedcgm"
 )
 
@@ -632,8 +633,8 @@ func TestOneSourcePerProcess(t *testing.T) {
 	if err := h.src.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.src.Read(context.Background()); !errors.Is(err, errClosed) {
-		t.Errorf("Read after Close = %v, want errClosed", err)
+	if _, err := h.src.Read(context.Background()); !errors.Is(err, cgocall.ErrClosed) {
+		t.Errorf("Read after Close = %v, want cgocall.ErrClosed", err)
 	}
 	again, err := New(testConfig(), nil)
 	if err != nil {

@@ -4,19 +4,19 @@ package dcgm
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // ErrNotBuilt is returned by New in a binary built without cgo or for a
 // system other than linux, where go-dcgm cannot be used.
-var ErrNotBuilt = errors.New("dcgm: source not built in: rebuild for linux with CGO_ENABLED=1")
+var ErrNotBuilt = fmt.Errorf("dcgm: %w", cgocall.ErrNotBuilt)
 
 // Source is the DCGM source; in this build it cannot be created.
-type Source struct{}
+type Source struct{ cgocall.Unbuilt }
 
 var _ source.Source = (*Source)(nil)
 
@@ -31,20 +31,5 @@ func New(cfg Config, _ *slog.Logger) (*Source, error) {
 // Name returns "dcgm".
 func (s *Source) Name() string { return "dcgm" }
 
-// Inventory returns ErrNotBuilt.
-func (s *Source) Inventory(context.Context) (*source.Inventory, error) { return nil, ErrNotBuilt }
-
-// Watch returns ErrNotBuilt.
-func (s *Source) Watch(context.Context, []fields.Field) error { return ErrNotBuilt }
-
-// Read returns ErrNotBuilt.
-func (s *Source) Read(context.Context) (*source.Sample, error) { return nil, ErrNotBuilt }
-
 // Health returns ErrNotBuilt.
 func (s *Source) Health(context.Context) (*HealthReport, error) { return nil, ErrNotBuilt }
-
-// LostGPUs returns nothing.
-func (s *Source) LostGPUs() []LostGPU { return nil }
-
-// Close does nothing.
-func (s *Source) Close() error { return nil }

@@ -10,6 +10,7 @@ import (
 	godcgm "github.com/NVIDIA/go-dcgm/pkg/dcgm"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // watchState is what the source created on the current connection.
@@ -131,10 +132,10 @@ func (s *Source) applyWatches(ctx context.Context) error {
 	}
 	if s.cfg.Health {
 		g := ws.groups[entitiesKey(s.plan.gpus)]
-		if _, err := call(ctx, s.w, "HealthSet", func() (struct{}, error) {
+		if _, err := cgocall.Call(ctx, s.w, "HealthSet", func() (struct{}, error) {
 			return struct{}{}, godcgm.HealthSet(g, godcgm.DCGM_HEALTH_WATCH_ALL)
 		}); err != nil {
-			var ce *callError
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) {
 				return err
 			}
@@ -170,14 +171,14 @@ func (s *Source) watchFields(ctx context.Context, ws *watchState, entities []ent
 		shorts[i] = godcgm.Short(id)
 	}
 	name := s.name("fields")
-	fg, err := call(ctx, s.w, "FieldGroupCreate", func() (godcgm.FieldHandle, error) {
+	fg, err := cgocall.Call(ctx, s.w, "FieldGroupCreate", func() (godcgm.FieldHandle, error) {
 		return godcgm.FieldGroupCreate(name, shorts)
 	})
 	if err != nil {
 		return err
 	}
 	ws.fieldGroups = append(ws.fieldGroups, fg)
-	if _, err := call(ctx, s.w, "WatchFields", func() (struct{}, error) {
+	if _, err := cgocall.Call(ctx, s.w, "WatchFields", func() (struct{}, error) {
 		// keepSamples 0: bounded by age only.
 		return struct{}{}, godcgm.WatchFieldsWithGroupEx(fg, g, freq, keepAge, 0)
 	}); err != nil {
@@ -191,14 +192,14 @@ func (s *Source) watchFields(ctx context.Context, ws *watchState, entities []ent
 // while the connection still works (rather than a lost connection or a
 // blocked call).
 func (s *Source) refused(ctx context.Context, err error) bool {
-	var ce *callError
+	var ce *cgocall.CallError
 	if errors.As(err, &ce) {
 		return false
 	}
 	if connectionLost(err) {
 		// go-dcgm drops the DCGM code of a failed watch: a simple call
 		// tells a refusal from a lost connection.
-		if _, perr := call(ctx, s.w, "GetSupportedDevices", godcgm.GetSupportedDevices); perr != nil {
+		if _, perr := cgocall.Call(ctx, s.w, "GetSupportedDevices", godcgm.GetSupportedDevices); perr != nil {
 			return false
 		}
 	}
@@ -239,13 +240,13 @@ func (s *Source) entityGroup(ctx context.Context, ws *watchState, entities []ent
 		return g, nil
 	}
 	name := s.name("entities")
-	g, err := call(ctx, s.w, "CreateGroup", func() (godcgm.GroupHandle, error) { return godcgm.CreateGroup(name) })
+	g, err := cgocall.Call(ctx, s.w, "CreateGroup", func() (godcgm.GroupHandle, error) { return godcgm.CreateGroup(name) })
 	if err != nil {
 		return g, err
 	}
 	ws.groupList = append(ws.groupList, g)
 	for _, e := range entities {
-		if _, err := call(ctx, s.w, "AddEntityToGroup", func() (struct{}, error) {
+		if _, err := cgocall.Call(ctx, s.w, "AddEntityToGroup", func() (struct{}, error) {
 			return struct{}{}, godcgm.AddEntityToGroup(g, godcgm.Field_Entity_Group(e.group), e.id)
 		}); err != nil {
 			return g, err
@@ -264,23 +265,23 @@ func (s *Source) dropWatches(ctx context.Context) error {
 	if ws == nil {
 		return nil
 	}
-	var ce *callError
+	var ce *cgocall.CallError
 	for _, p := range ws.watches {
-		if _, err := call(ctx, s.w, "UnwatchFields", func() (struct{}, error) {
+		if _, err := cgocall.Call(ctx, s.w, "UnwatchFields", func() (struct{}, error) {
 			return struct{}{}, godcgm.UnwatchFields(p.fields, p.group)
 		}); errors.As(err, &ce) {
 			return err
 		}
 	}
 	for _, fg := range ws.fieldGroups {
-		if _, err := call(ctx, s.w, "FieldGroupDestroy", func() (struct{}, error) {
+		if _, err := cgocall.Call(ctx, s.w, "FieldGroupDestroy", func() (struct{}, error) {
 			return struct{}{}, godcgm.FieldGroupDestroy(fg)
 		}); errors.As(err, &ce) {
 			return err
 		}
 	}
 	for _, g := range ws.groupList {
-		if _, err := call(ctx, s.w, "DestroyGroup", func() (struct{}, error) {
+		if _, err := cgocall.Call(ctx, s.w, "DestroyGroup", func() (struct{}, error) {
 			return struct{}{}, godcgm.DestroyGroup(g)
 		}); errors.As(err, &ce) {
 			return err
@@ -304,11 +305,11 @@ func (s *Source) profiling(ctx context.Context) (profSupport, error) {
 		if e.Kind != source.GPU {
 			continue
 		}
-		groups, err := call(ctx, s.w, "GetSupportedMetricGroups", func() ([]godcgm.MetricGroup, error) {
+		groups, err := cgocall.Call(ctx, s.w, "GetSupportedMetricGroups", func() ([]godcgm.MetricGroup, error) {
 			return godcgm.GetSupportedMetricGroups(uint(e.GPU))
 		})
 		if err != nil {
-			var ce *callError
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) {
 				return nil, err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // maxEventsPerRead bounds the events drained from one GPU per Read; the
@@ -43,9 +44,9 @@ func (s *Source) registerEvents(ctx context.Context) error {
 			continue
 		}
 		dev := g.dev
-		set, err := call(ctx, s.w, "RegisterEvents", func() (nvml.EventSet, error) { return s.registerJob(dev) })
+		set, err := cgocall.Call(ctx, s.w, "RegisterEvents", func() (nvml.EventSet, error) { return s.registerJob(dev) })
 		if err != nil {
-			var ce *callError
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) || ctx.Err() != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 // gpuInfo is one GPU of the inventory: its handle, static facts and MIG
@@ -96,7 +97,7 @@ func (s *Source) rescan(ctx context.Context, retryLinks bool) error {
 	if len(s.dead) > 0 {
 		dead = maps.Clone(s.dead)
 	}
-	res, err := call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead, retryLinks) })
+	res, err := cgocall.Call(ctx, s.w, "scan", func() (scanResult, error) { return s.scan(prev, dead, retryLinks) })
 	if err != nil {
 		return err
 	}
@@ -377,7 +378,7 @@ func (s *Source) install(ctx context.Context, gpus []*gpuInfo, entities []source
 	}
 	if len(gone) > 0 {
 		// Best effort: a set that cannot be freed now goes with the session.
-		_, _ = call(ctx, s.w, "EventSetFree", func() (struct{}, error) {
+		_, _ = cgocall.Call(ctx, s.w, "EventSetFree", func() (struct{}, error) {
 			for _, set := range gone {
 				_ = set.Free()
 			}

@@ -27,7 +27,7 @@ type Source struct {
 	cfg Config
 	lib nvml.Interface
 	log *slog.Logger
-	w   *worker
+	w   *cgocall.Worker
 	now func() time.Time
 	// inited says NVML is initialised; only jobs on the worker change it.
 	inited atomic.Bool
@@ -99,7 +99,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		plan:   makePlan(nil),
 	}
 	s.logs = logthrottle.New(s.log, logthrottle.Config{})
-	s.w = newWorker(cfg.CallTimeout, s.release)
+	s.w = cgocall.NewWorker("nvml", cfg.CallTimeout, s.release)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.ensure(context.Background()) // a failure is logged and retried later
@@ -129,7 +129,7 @@ func (s *Source) Watch(ctx context.Context, set []fields.Field) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return errClosed
+		return cgocall.ErrClosed
 	}
 	s.set = slices.Clone(set)
 	s.plan = makePlan(s.set)
@@ -186,11 +186,11 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		if x != nil {
 			events = x.set
 		}
-		res, err := call(ctx, s.w, "read GPU", func() (gpuResult, error) {
+		res, err := cgocall.Call(ctx, s.w, "read GPU", func() (gpuResult, error) {
 			return s.readGPU(g, events, &plan, has, sample, fabric), nil
 		})
 		if err != nil {
-			var ce *callError
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) || ctx.Err() != nil {
 				return nil, s.failed(err)
 			}
@@ -267,7 +267,7 @@ func (s *Source) Close() error {
 	sets := s.eventSets()
 	s.xid = map[string]*xidState{}
 	if s.inited.Load() {
-		_, _ = call(context.Background(), s.w, "Shutdown", func() (struct{}, error) { return s.shutdownJob(sets) })
+		_, _ = cgocall.Call(context.Background(), s.w, "Shutdown", func() (struct{}, error) { return s.shutdownJob(sets) })
 	}
 	s.mu.Unlock()
 	if !s.w.Close(s.cfg.CallTimeout) {
@@ -309,7 +309,7 @@ func (s *Source) eventSets() []nvml.EventSet {
 // ensure initialises NVML if needed and allowed by the backoff.
 func (s *Source) ensure(ctx context.Context) error {
 	if s.closed {
-		return errClosed
+		return cgocall.ErrClosed
 	}
 	if s.link.Up() {
 		return nil
@@ -334,8 +334,8 @@ func (s *Source) ensure(ctx context.Context) error {
 func (s *Source) connect(ctx context.Context) error {
 	if s.inited.Load() {
 		sets := s.eventSets()
-		if _, err := call(ctx, s.w, "Shutdown", func() (struct{}, error) { return s.shutdownJob(sets) }); err != nil {
-			var ce *callError
+		if _, err := cgocall.Call(ctx, s.w, "Shutdown", func() (struct{}, error) { return s.shutdownJob(sets) }); err != nil {
+			var ce *cgocall.CallError
 			if errors.As(err, &ce) {
 				return err
 			}
@@ -346,24 +346,24 @@ func (s *Source) connect(ctx context.Context) error {
 	s.xid = map[string]*xidState{}
 	s.dead = map[string]bool{}
 	s.gpus = nil
-	if _, err := call(ctx, s.w, "Init", s.initJob); err != nil {
+	if _, err := cgocall.Call(ctx, s.w, "Init", s.initJob); err != nil {
 		return err
 	}
-	has, err := call(ctx, s.w, "LookupSymbol", func() (features, error) { return probeFeatures(s.lib), nil })
+	has, err := cgocall.Call(ctx, s.w, "LookupSymbol", func() (features, error) { return probeFeatures(s.lib), nil })
 	if err != nil {
-		var ce *callError
+		var ce *cgocall.CallError
 		if errors.As(err, &ce) {
 			return err
 		}
 		has = features{} // the oldest calls, which every supported driver has
 	}
 	s.has = has
-	driver, err := call(ctx, s.w, "SystemGetDriverVersion", func() (string, error) {
+	driver, err := cgocall.Call(ctx, s.w, "SystemGetDriverVersion", func() (string, error) {
 		v, ret := s.lib.SystemGetDriverVersion()
 		return validText(v), nonSuccess(ret)
 	})
 	if err != nil {
-		var ce *callError
+		var ce *cgocall.CallError
 		if errors.As(err, &ce) {
 			return err
 		}

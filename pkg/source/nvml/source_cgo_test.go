@@ -21,6 +21,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source/cgocall"
 )
 
 const (
@@ -514,8 +515,8 @@ func TestEventSetsFreed(t *testing.T) {
 	if got := n.freed.Load(); got != 2 {
 		t.Errorf("%d event sets freed after Close, want 2", got)
 	}
-	if _, err := src.Read(context.Background()); !errors.Is(err, errClosed) {
-		t.Errorf("Read after Close = %v, want errClosed", err)
+	if _, err := src.Read(context.Background()); !errors.Is(err, cgocall.ErrClosed) {
+		t.Errorf("Read after Close = %v, want cgocall.ErrClosed", err)
 	}
 }
 
@@ -533,7 +534,7 @@ func TestHungCall(t *testing.T) {
 	if elapsed := time.Since(begin); elapsed > timeout+time.Second {
 		t.Errorf("Read took %s with a hung call, want about %s", elapsed, timeout)
 	}
-	var ce *callError
+	var ce *cgocall.CallError
 	if !errors.Is(err, source.ErrUnavailable) || !errors.As(err, &ce) {
 		t.Fatalf("Read = %v, want a call timeout wrapping ErrUnavailable", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 )
 
 // Writer keeps a directory in step with a list of jobs. It only ever

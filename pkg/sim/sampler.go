@@ -29,6 +29,7 @@ type ProcessSampler struct {
 var (
 	_ processes.Sampler   = (*ProcessSampler)(nil)
 	_ processes.PodLookup = (*ProcessSampler)(nil)
+	_ processes.Simulated = (*Source)(nil)
 )
 
 // ProcessSampler returns a sampler of the scenario's processes writing its
@@ -38,6 +39,16 @@ func (s *Source) ProcessSampler(root string) (*ProcessSampler, error) {
 		return nil, errors.New("sim: process sampler needs a procfs directory")
 	}
 	return &ProcessSampler{src: s, root: root, written: map[uint32]uint64{}}, nil
+}
+
+// SimulatedProcesses is ProcessSampler for process accounting, which
+// knows the simulated node by this method alone.
+func (s *Source) SimulatedProcesses(procfs string) (processes.SimulatedSampler, error) {
+	ps, err := s.ProcessSampler(procfs)
+	if err != nil {
+		return nil, err
+	}
+	return ps, nil
 }
 
 // HasProcesses reports whether the scenario runs processes on its GPUs.

@@ -69,7 +69,7 @@ type Scenario struct {
 func (s *Scenario) Name() string { return s.name }
 
 // Load reads and parses a scenario file, the read bounded in time and
-// size (the exporter reads --sim.scenario through sourceopen.LoadScenario).
+// size (the exporter reads --sim.scenario through node.LoadScenario).
 func Load(file string) (*Scenario, error) {
 	data, err := bounded.ReadFile(context.Background(), file, maxScenarioBytes, 10*time.Second)
 	if err != nil {

@@ -1,6 +1,6 @@
 package kubelet
 
-import "github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+import "github.com/gpu-exporter/gpu-exporter/pkg/sim"
 
 // FromSim converts the simulator's pods to the fake kubelet's.
 func FromSim(pods []sim.Pod) []Pod {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 )
 
 func TestFromSimKeepsEveryDevice(t *testing.T) {

@@ -182,7 +182,7 @@ func TestBuiltinScenariosLoad(t *testing.T) {
 		}
 	}
 	// Every file on disk is embedded and loads from either place.
-	files, err := filepath.Glob("../../../etc/sim/*.yaml")
+	files, err := filepath.Glob("../../etc/sim/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenario files found: %v", err)
 	}

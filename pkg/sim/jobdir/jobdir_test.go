@@ -2,6 +2,7 @@ package jobdir
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
+	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source/sim"
 )
 
 func files(t *testing.T, dir string) map[string]string {
@@ -118,20 +120,16 @@ jobs:
 		mu.Lock()
 		now = start.Add(step.at)
 		mu.Unlock()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		poll.Problems(t, 10*time.Second, time.Millisecond, func() []string {
 			if err := r.Refresh(context.Background()); err != nil {
-				t.Fatal(err)
+				return []string{err.Error()}
 			}
 			g0, g1 := ids(r.Table().Jobs(gpu(0))), ids(r.Table().Jobs(gpu(1)))
 			if slices.Equal(g0, step.gpu0) && slices.Equal(g1, step.gpu1) {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("at %s: GPU 0 jobs %v, GPU 1 jobs %v; want %v, %v", step.at, g0, g1, step.gpu0, step.gpu1)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return []string{fmt.Sprintf("at %s: GPU 0 jobs %v, GPU 1 jobs %v; want %v, %v", step.at, g0, g1, step.gpu0, step.gpu1)}
+		})
 	}
 	if j := r.Table().Jobs(gpu(0)); j[0].User != "" {
 		t.Errorf("job 11 has user %q", j[0].User)
