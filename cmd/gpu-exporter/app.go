@@ -19,7 +19,6 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/hpcjobs"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
-	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 	"github.com/gpu-exporter/gpu-exporter/pkg/server"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 	"github.com/gpu-exporter/gpu-exporter/pkg/sourceopen"
@@ -42,8 +41,6 @@ type app struct {
 	cleanup      []func()
 
 	jobs *hpcjobs.Reader
-	// slices are the node's ResourceSlices, when DRA attribution is on.
-	slices *resourceslices.Store
 	// simJobDir is where the simulator writes its HPC jobs, if it does.
 	simJobDir string
 }
@@ -71,18 +68,11 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	draCtx, stopDRA := context.WithCancel(context.Background())
-	a.cleanup = append(a.cleanup, stopDRA)
-	if a.slices, err = resourceslices.Open(draCtx, o.dra, o.nodeName, o.kubernetes.Enabled != "false", logger); err != nil {
+	dra, stopDRA, err := podresources.OpenDRA(o.dra, o.nodeName, o.kubernetes.Enabled != "false", logger)
+	if err != nil {
 		return nil, err
 	}
-	if a.slices != nil {
-		a.cleanup = append(a.cleanup, func() { stopDRA(); a.slices.Wait() })
-	}
-	var dra podresources.DRADevices
-	if a.slices != nil {
-		dra = a.slices
-	}
+	a.cleanup = append(a.cleanup, stopDRA)
 	if a.pods, err = podresources.Open(o.kubernetes, socket, dra, logger, a.reg); err != nil {
 		return nil, err
 	}
@@ -197,15 +187,12 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	if a.pods != nil {
 		// The kubelet's first answer (or its timeout) before the first
-		// collection, so that the first page carries the pods holding
-		// each GPU; failures are logged and counted.
+		// collection, so that the first page names the holders.
 		_ = a.pods.Prime(ctx)
-	}
-	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
-	if a.pods != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.pods.Run(loopCtx) }()
 	}
+	go func() { defer wg.Done(); a.coll.Run(loopCtx) }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.srv.Serve() }()
 	for _, addr := range a.srv.Addrs() {

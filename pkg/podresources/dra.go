@@ -1,6 +1,9 @@
 package podresources
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 )
 
@@ -56,3 +59,16 @@ func draKey(id DeviceID, d resourceslices.Device) (key any, ok bool) {
 
 func isGPUUUID(s string) bool { return len(s) == 40 && s[:4] == "GPU-" && isUUID(s[4:]) }
 func isMIGUUID(s string) bool { return len(s) == 40 && s[:4] == "MIG-" && isUUID(s[4:]) }
+
+// OpenDRA opens the node's ResourceSlices (resourceslices.Open) as the
+// client's DRA lookup, nil when DRA attribution is off, with the function
+// that stops the informer and waits for it, for the exporter's close.
+func OpenDRA(o resourceslices.Options, node string, attributed bool, logger *slog.Logger) (DRADevices, func(), error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := resourceslices.Open(ctx, o, node, attributed, logger)
+	if err != nil || s == nil {
+		cancel()
+		return nil, func() {}, err
+	}
+	return s, func() { cancel(); s.Wait() }, nil
+}

@@ -172,14 +172,15 @@ func (s *Store) informer(c *slicesClient) cache.SharedIndexInformer {
 	return cache.NewSharedIndexInformerWithOptions(lw, &apiSlice{}, cache.SharedIndexInformerOptions{})
 }
 
-// setErr records err and logs it once per distinct message.
-func (s *Store) setErr(err error, msg string) {
+// setErr records err and logs it once per distinct error, with what
+// failed and what to do as attributes of one constant message.
+func (s *Store) setErr(err error, what string) {
 	s.mu.Lock()
 	same := s.state.Err != nil && s.state.Err.Error() == err.Error()
 	s.state.Err = err
 	s.mu.Unlock()
 	if !same {
-		s.logger.Warn(msg, "err", err)
+		s.logger.Warn("DRA ResourceSlices unavailable; DRA MIG devices stay unattributed until they are", "what", what, "err", err)
 	}
 }
 

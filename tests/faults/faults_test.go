@@ -373,7 +373,7 @@ func TestFaultMatrix(t *testing.T) {
 						}
 					}
 					t.Logf("unmatched by reason: %v", byReason)
-					if byReason["malformed"] != 3 || len(byReason) != 3 {
+					if byReason["malformed"] != 3 || len(byReason) != 4 { // malformed, unknown_gpu, unsupported_form, no_resourceslice
 						t.Errorf("unmatched devices by reason = %v, want the three ids malformed and every reason present", byReason)
 					}
 					return
