@@ -230,7 +230,10 @@ func (s *Source) HealthIncidents(ctx context.Context) ([]source.HealthIncident, 
 		return nil, err
 	}
 	seg := s.scn.segmentAt(t)
-	var out []source.HealthIncident
+	// Empty, not nil, when every check passes: source.HealthReporter's
+	// "every watched subsystem passed", which dcgm naming writes as
+	// DCGM_EXP_GPU_HEALTH_STATUS 0 per check (nil is no answer).
+	out := []source.HealthIncident{}
 	for _, h := range s.scn.health {
 		if !h.contains(t) || seg.gpuRow[h.gpu] < 0 {
 			continue

@@ -782,6 +782,11 @@ faults:
 		if err != nil {
 			t.Fatalf("at %s: %v", c.at, err)
 		}
+		if inc == nil {
+			// nil is "no answer" to the naming, which leaves the health
+			// families out; a healthy node answers with an empty list.
+			t.Fatalf("at %s: nil incidents, want an empty list when every check passes", c.at)
+		}
 		var got []string
 		for _, in := range inc {
 			if in.UUID != scn.entities[in.GPU].UUID {
