@@ -1,7 +1,7 @@
 // Command compare checks a gpu-exporter /metrics page against the driver's
-// own view, `nvidia-smi -q -x`, GPU by GPU: count, UUIDs, model, memory
-// total and used, temperature, power, clocks, utilization and MIG mode,
-// live values within stated tolerances. It writes a JSON report and exits
+// own view, `nvidia-smi -q -x`, GPU by GPU: count, UUIDs, index, device
+// node (minor number), model, memory total and used, temperature, power,
+// clocks, utilization and MIG mode, live values within stated tolerances. It writes a JSON report and exits
 // 1 on a mismatch. tests/hardware/run.sh runs it on a GPU machine.
 //
 // Usage: go run ./tests/hardware -smi nvidia-smi.xml -metrics metrics.txt -report report.json [-source nvml]
@@ -169,7 +169,10 @@ func (g *SMIGPU) gpuInstances() int {
 // ExporterGPU is one GPU as the /metrics page shows it.
 type ExporterGPU struct {
 	UUID, Model, DriverVersion string
-	Values                     map[string]float64
+	// Index is the gpu label (the NVML index), Device the device label
+	// (nvidia<minor>, docs/metrics.md), both from gpu_info.
+	Index, Device string
+	Values        map[string]float64
 	// MIGInstances counts the GPU instances (rows with a gpu_instance
 	// label), MIGDevices the MIG devices (gpu_mig_device_info series, one
 	// per compute instance).
@@ -204,7 +207,7 @@ func parseMetrics(r io.Reader) (map[string]*ExporterGPU, error) {
 	gpus := map[string]*ExporterGPU{}
 	for _, m := range info.GetMetric() {
 		l := labels(m)
-		gpus[l["uuid"]] = &ExporterGPU{UUID: l["uuid"], Model: l["model"], DriverVersion: l["driver_version"], Values: map[string]float64{}}
+		gpus[l["uuid"]] = &ExporterGPU{UUID: l["uuid"], Model: l["model"], DriverVersion: l["driver_version"], Index: l["gpu"], Device: l["device"], Values: map[string]float64{}}
 	}
 	for _, name := range []string{famMemTotal, famMemUsed, famTemp, famPower, famSMClock, famMemClock, famUtilization} {
 		for _, m := range fams[name].GetMetric() {
@@ -312,6 +315,18 @@ func compare(smi *SMI, exp map[string]*ExporterGPU) *Report {
 		gr.add(stringCheck("model", g.ProductName, e.Model))
 		if smi.DriverVersion != "" && e.DriverVersion != "" {
 			gr.add(stringCheck("driver_version", smi.DriverVersion, e.DriverVersion))
+		}
+		// nvidia-smi lists GPUs in NVML index order (PCI bus id order),
+		// and the device node is /dev/nvidia<minor>: the two differ on
+		// some nodes (issue 30's A100 node; the L4 capture of testdata/captures,
+		// whose GPU 0 is nvidia1), where
+		// a device label written from the index names the wrong GPU.
+		if e.Index != "" {
+			gr.add(stringCheck("gpu_index", strconv.Itoa(i), e.Index))
+		}
+		if minor, err := strconv.Atoi(strings.TrimSpace(g.MinorNumber)); err == nil && e.Device != "" {
+			// minor_number is N/A on Windows: nothing to compare there.
+			gr.add(stringCheck("device", "nvidia"+strconv.Itoa(minor), e.Device))
 		}
 		mib := func(s string) (float64, bool) {
 			v, ok := quantity(s, "MiB")

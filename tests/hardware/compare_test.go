@@ -99,6 +99,22 @@ func TestCompare(t *testing.T) {
 			mismatches: nil,
 		},
 		{
+			// Issue 30: GPU 0 in PCI order is /dev/nvidia1 on some nodes;
+			// a device label written from the index names the wrong node.
+			name: "minor numbers not in index order",
+			smi: func(s string) string {
+				s = strings.Replace(s, "<minor_number>0</minor_number>", "<minor_number>x</minor_number>", 1)
+				s = strings.Replace(s, "<minor_number>1</minor_number>", "<minor_number>0</minor_number>", 1)
+				return strings.Replace(s, "<minor_number>x</minor_number>", "<minor_number>1</minor_number>", 1)
+			},
+			mismatches: []string{uuid0 + " device: nvidia-smi nvidia1, exporter nvidia0", uuid1 + " device: nvidia-smi nvidia0, exporter nvidia1"},
+		},
+		{
+			name:       "gpu label not the place in nvidia-smi's list",
+			page:       func(s string) string { return strings.ReplaceAll(s, `gpu="1",uuid="`+uuid1, `gpu="3",uuid="`+uuid1) },
+			mismatches: []string{uuid1 + " gpu_index: nvidia-smi 1, exporter 3"},
+		},
+		{
 			name:       "utilization absent from the exporter",
 			page:       func(s string) string { return dropLines(s, `^gpu_utilization_ratio\{`) },
 			mismatches: []string{uuid0 + " utilization_ratio"},

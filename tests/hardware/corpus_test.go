@@ -12,8 +12,27 @@ import (
 
 // pageFor writes the /metrics page a correct exporter shows for a capture:
 // every GPU with the quantities nvidia-smi reports, a row per GPU instance
-// and a gpu_mig_device_info per <mig_device>.
+// and a gpu_mig_device_info per <mig_device>. Its gpu label is the GPU's
+// place in the list (the NVML index), its device label nvidia<minor>, or
+// nvidia<index> where minor_number is N/A (as pkg/source/nvml falls back).
 func pageFor(s *SMI) string {
+	return pageWith(s, func(i int, g *SMIGPU) (int, int) {
+		if m, ok := minor(g); ok {
+			return i, m
+		}
+		return i, i
+	})
+}
+
+// minor is a GPU's minor number, false where nvidia-smi has none (N/A).
+func minor(g *SMIGPU) (int, bool) {
+	m, err := strconv.Atoi(strings.TrimSpace(g.MinorNumber))
+	return m, err == nil
+}
+
+// pageWith writes pageFor's page with the gpu and device numbers that ids
+// gives each GPU.
+func pageWith(s *SMI, ids func(i int, g *SMIGPU) (gpu, dev int)) string {
 	lines := map[string][]string{}
 	add := func(fam, format string, args ...any) {
 		lines[fam] = append(lines[fam], fam+fmt.Sprintf(format, args...))
@@ -22,8 +41,10 @@ func pageFor(s *SMI) string {
 		v, ok := quantity(text, unit)
 		return strconv.FormatFloat(v*scale, 'g', -1, 64), ok
 	}
-	for i, g := range s.GPUs {
-		l := fmt.Sprintf(`gpu="%d",uuid="%s",device="nvidia%d",model="%s"`, i, g.UUID, i, g.ProductName)
+	for i := range s.GPUs {
+		g := &s.GPUs[i]
+		idx, dev := ids(i, g)
+		l := fmt.Sprintf(`gpu="%d",uuid="%s",device="nvidia%d",model="%s"`, idx, g.UUID, dev, g.ProductName)
 		add(famInfo, "{%s,driver_version=%q} 1", l, s.DriverVersion)
 		for _, q := range []struct {
 			fam, text, unit string
@@ -110,6 +131,25 @@ func TestCaptures(t *testing.T) {
 			g := smi.GPUs[0]
 			const other = "GPU-00000000-0000-0000-0000-000000000000"
 			check(strings.ReplaceAll(page, g.UUID, other), false, g.UUID+": listed by nvidia-smi", other+": exported, unknown")
+			// A node whose minor numbers are not in index order (issue
+			// 30): a page that writes device from the index, or orders
+			// GPUs by minor number, names the wrong GPU.
+			var byIndex, byMinor []string
+			for i := range smi.GPUs {
+				if m, ok := minor(&smi.GPUs[i]); ok && m != i {
+					byIndex = append(byIndex, smi.GPUs[i].UUID+" device")
+					byMinor = append(byMinor, smi.GPUs[i].UUID+" gpu_index")
+				}
+			}
+			if len(byIndex) > 0 {
+				check(pageWith(smi, func(i int, _ *SMIGPU) (int, int) { return i, i }), false, byIndex...)
+				check(pageWith(smi, func(i int, g *SMIGPU) (int, int) {
+					if m, ok := minor(g); ok {
+						return m, m
+					}
+					return i, i
+				}), false, byMinor...)
+			}
 			if n := len(g.MIGDevices.Devices); n > 0 {
 				last := g.MIGDevices.Devices[n-1]
 				check(dropLines(page, famMIGDevice+`\{.*gpu_instance="`+last.GPUInstance+`"`), false, g.UUID+" mig_devices")
