@@ -302,6 +302,9 @@ func (t tolerance) ok(a, b float64) bool {
 func compare(smi *SMI, exp map[string]*ExporterGPU) *Report {
 	rep := &Report{DriverVersion: smi.DriverVersion, SMIGPUs: len(smi.GPUs), ExporterGPUs: len(exp), OK: true}
 	seen := map[string]bool{}
+	// A GPU's place in the list is its index only where the list is whole
+	// (not `nvidia-smi -q -x -i 2`).
+	complete := smi.AttachedGPUs == 0 || smi.AttachedGPUs == len(smi.GPUs)
 	for i := range smi.GPUs {
 		g := &smi.GPUs[i]
 		seen[g.UUID] = true
@@ -318,10 +321,10 @@ func compare(smi *SMI, exp map[string]*ExporterGPU) *Report {
 		}
 		// nvidia-smi lists GPUs in NVML index order (PCI bus id order),
 		// and the device node is /dev/nvidia<minor>: the two differ on
-		// some nodes (issue 30's A100 node; the L4 capture of testdata/captures,
-		// whose GPU 0 is nvidia1), where
-		// a device label written from the index names the wrong GPU.
-		if e.Index != "" {
+		// some nodes (issue 30's A100 node; the L4 capture of
+		// testdata/captures, whose GPU 0 is nvidia1), where a device
+		// label written from the index names the wrong GPU.
+		if e.Index != "" && complete {
 			gr.add(stringCheck("gpu_index", strconv.Itoa(i), e.Index))
 		}
 		if minor, err := strconv.Atoi(strings.TrimSpace(g.MinorNumber)); err == nil && e.Device != "" {
