@@ -42,7 +42,6 @@ var knownSurvivors = map[string]string{
 	"GPUAllocatedButIdle for 1h -> 45m":                                      "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
 	"GPUAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.045":       "no case sits between the threshold and the mutated value",
 	"GPUAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.055":       "no case sits between the threshold and the mutated value",
-	"GPUCountDropped for 5m -> 3m45s":                                        "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
 	"GPUErrorMetricsAbsent for 15m -> 11m15s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
 	"GPUExporterTargetGone for 15m -> 11m15s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
 	"GPUFabricManagerNotReady threshold < 3 -> < 2.7":                        "equivalent: gpu_fabric_manager_status is an integer state (NVML's nvmlGpuFabricState_t, 0-3 and DCGM's 4 failure), and no integer lies in [2.7, 3)",
