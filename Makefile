@@ -106,6 +106,21 @@ fuzz: ## Run each fuzz target for a bounded time.
 	$(GO) test -run '^$$' -fuzz '^FuzzLabelValuesRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/exposition
 	cd tests/scrapeparse && $(GO) test -run '^$$' -fuzz '^FuzzPagesParse$$' -fuzztime $(FUZZTIME) .
 
+GREMLINS         := $(TOOLS_BIN)/gremlins
+MUTATION_PKGS    ?=
+MUTATION_BASE    ?= $(shell git merge-base HEAD main 2>/dev/null || git merge-base HEAD origin/main 2>/dev/null)
+
+$(GREMLINS):
+	@$(MAKE) -s -C tests/tools $(GREMLINS)
+
+.PHONY: mutation mutation-diff
+mutation: $(GREMLINS) tools ## Mutation testing: gremlins over every package with logic, one at a time (hours on two cores), results into docs/testing.md; then every alert's thresholds and `for` mutated against the promtool cases. MUTATION_PKGS=./pkg/a,./pkg/b narrows it.
+	$(GO) run ./tests/mutation -gremlins $(GREMLINS) $(if $(MUTATION_PKGS),-packages $(MUTATION_PKGS))
+	PATH="$(TOOLS_BIN):$$PATH" $(GO) test -count=1 -timeout 60m -run '^TestAlertMutantsKilled$$' ./rules -args -mutation
+
+mutation-diff: $(GREMLINS) ## Mutation testing of the lines changed since MUTATION_BASE (default: the merge base with main), in the packages they touch; fails below 90 % efficacy.
+	$(GO) run ./tests/mutation -gremlins $(GREMLINS) -diff $(MUTATION_BASE) -threshold 90
+
 CHART_FILES := deployment/helm/gpu-exporter/files
 
 chart-sync: ## Copy rules/ and dashboards/ into the Helm chart (Helm reads only files inside a chart).

@@ -1,0 +1,387 @@
+package rules_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/gpu-exporter/gpu-exporter/rules"
+)
+
+// mutation turns on TestAlertMutantsKilled, which runs promtool once per
+// mutant (minutes): `make mutation` sets it.
+var mutation = flag.Bool("mutation", false, "run the rule mutation check (promtool once per mutant of every alert's thresholds and `for`)")
+
+// Factors by which a mutant moves a threshold or a `for` duration, up and
+// down: small enough that a rule test with no case near the boundary lets
+// the mutant live (0.25 -> 0.275 and 0.225; 10m -> 12m30s and 7m30s).
+const (
+	thresholdUp, thresholdDown = 1.1, 0.9
+	forUp, forDown             = 1.25, 0.75
+)
+
+// knownSurvivors are mutants no promtool case kills yet, each with the
+// reason: the backlog of rule cases issue 34 asks for (measured; see
+// docs/testing.md). TestAlertMutantsKilled fails when the survivors differ from
+// this list in either direction: a new alert's mutants are checked like
+// the others, and a mutant a new case kills must leave the list.
+var knownSurvivors = map[string]string{
+	"GPUAllocatedButIdle for 1h -> 45m":                                      "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.045":       "no case sits between the threshold and the mutated value",
+	"GPUAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.055":       "no case sits between the threshold and the mutated value",
+	"GPUErrorMetricsAbsent for 15m -> 11m15s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUExporterTargetGone for 15m -> 11m15s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUFabricManagerNotReady threshold < 3 -> < 2.7":                        "equivalent: gpu_fabric_manager_status is an integer state (NVML's nvmlGpuFabricState_t, 0-3 and DCGM's 4 failure), and no integer lies in [2.7, 3)",
+	"GPUHealthFailure for 1m -> 1m15s":                                       "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUHealthFailure for 1m -> 45s":                                         "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUHealthFailure threshold >= 2 -> >= 1.8":                              "equivalent: the health status is an integer code, and no integer lies in [1.8, 2)",
+	"GPUJobAllocatedButIdle for 1h -> 45m":                                   "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUJobAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.045":    "no case sits between the threshold and the mutated value",
+	"GPUJobAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.055":    "no case sits between the threshold and the mutated value",
+	"GPUMemoryNearlyFull for 15m -> 11m15s":                                  "off by default: its cases are in rules/tests/tuned, which this check does not run",
+	"GPUMemoryNearlyFull for 15m -> 18m45s":                                  "off by default: its cases are in rules/tests/tuned, which this check does not run",
+	"GPUMemoryNearlyFull threshold memoryNearlyFullRatio 0.95 -> 0.855":      "off by default: its cases are in rules/tests/tuned, which this check does not run",
+	"GPUMemoryNearlyFull threshold memoryNearlyFullRatio 0.95 -> 1.045":      "off by default: its cases are in rules/tests/tuned, which this check does not run",
+	"GPUNVLinkDown for 2m -> 1m30s":                                          "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUNVLinkErrorsRising for 5m -> 3m45s":                                  "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUNVLinkErrorsRising threshold nvlinkErrorsPerSecond 1 -> 0.9":         "no case sits between the threshold and the mutated value",
+	"GPUNVLinkErrorsRising threshold nvlinkErrorsPerSecond 1 -> 1.1":         "no case sits between the threshold and the mutated value",
+	"GPURecoveryActionRequired for 1m -> 1m15s":                              "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPURecoveryActionRequired for 1m -> 45s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPURecoveryActionRequired threshold > 4 -> > 4.4":                       "equivalent: the recovery action is an integer enum (nvmlDeviceGpuRecoveryAction_t), and no integer lies in (4, 4.4]",
+	"GPUTemperatureCritical for 2m -> 1m30s":                                 "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUTemperatureCritical for 2m -> 2m30s":                                 "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUTemperatureHigh threshold temperatureSlowdownMarginCelsius 5 -> 4.5": "no case sits between the threshold and the mutated value",
+	"GPUTemperatureHigh threshold temperatureSlowdownMarginCelsius 5 -> 5.5": "no case sits between the threshold and the mutated value",
+	"GPUThermalThrottling for 5m -> 6m15s":                                   "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
+	"GPUWorkloadMostlyIdle threshold workloadIdleFraction 0.8 -> 0.72":       "no case sits between the threshold and the mutated value",
+	"GPUWorkloadMostlyIdle threshold workloadIdleFraction 0.8 -> 0.88":       "no case sits between the threshold and the mutated value",
+	"GPUWorkloadMostlyIdle threshold workloadIdleMinGPUHours 4 -> 3.6":       "no case sits between the threshold and the mutated value",
+	"GPUWorkloadMostlyIdle threshold workloadIdleMinGPUHours 4 -> 4.4":       "no case sits between the threshold and the mutated value",
+	"GPUXidErrorCritical threshold < 900 -> < 810":                           "no case with an XID between 810 and 990 seconds old",
+	"GPUXidErrorCritical threshold < 900 -> < 990":                           "no case with an XID between 810 and 990 seconds old",
+	"GPUXidErrorInfo threshold < 900 -> < 810":                               "no case with an XID between 810 and 990 seconds old",
+	"GPUXidErrorInfo threshold < 900 -> < 990":                               "no case with an XID between 810 and 990 seconds old",
+	"GPUXidErrorWarning threshold < 900 -> < 810":                            "no case with an XID between 810 and 990 seconds old",
+	"GPUXidErrorWarning threshold < 900 -> < 990":                            "no case with an XID between 810 and 990 seconds old",
+}
+
+// alertMutant is one change of one alert.
+type alertMutant struct {
+	alert string
+	// id names the mutant: "<alert> <what> <from> -> <to>".
+	id string
+	// apply changes the alert's rule (rendered with threshold markers).
+	apply func(r *rules.Rule)
+}
+
+// thresholdMarker stands for threshold name in the marker rendering.
+func thresholdMarker(name string) string { return "__threshold_" + name + "__" }
+
+var markerRE = regexp.MustCompile(`__threshold_([A-Za-z0-9]+)__`)
+
+// literalThreshold is a number an ordering comparison compares with,
+// written in the rule itself: `> 0.25`, `< 900`. Zero has no smaller or
+// larger multiple, and equality compares with codes, not thresholds.
+var literalThreshold = regexp.MustCompile(`(>=|<=|>|<)(\s*(?:bool\s+)?)([0-9]+(?:\.[0-9]+)?)\b`)
+
+// formatNumber writes a mutated threshold with six significant digits.
+func formatNumber(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// markedAlerts renders the alerting source with the chart's defaults but
+// every threshold as its marker, and every alert enabled.
+func markedAlerts(t *testing.T) (marked *rules.File, defaults map[string]string) {
+	t.Helper()
+	p, err := rules.ParamsFromValues(readFile(t, chartValues))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults = map[string]string{}
+	marks := map[string]any{}
+	for name, v := range p.Thresholds {
+		defaults[name] = fmt.Sprint(v)
+		marks[name] = thresholdMarker(name)
+	}
+	p.Thresholds = marks
+	p.Disabled = nil
+	marked, err = rules.Render(readFile(t, rules.SourceFile), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return marked, defaults
+}
+
+// fillMarkers replaces the threshold markers of s with their values.
+func fillMarkers(s string, values map[string]string) string {
+	return markerRE.ReplaceAllStringFunc(s, func(m string) string {
+		return values[markerRE.FindStringSubmatch(m)[1]]
+	})
+}
+
+// alertMutants derives the mutants of every alert: each threshold (a
+// chart threshold placeholder, or a non-zero number of an ordering
+// comparison in the expression) times thresholdUp and thresholdDown at
+// every place the alert uses it, and its `for` times forUp and forDown.
+func alertMutants(t *testing.T, marked *rules.File, defaults map[string]string) []alertMutant {
+	t.Helper()
+	var out []alertMutant
+	for _, r := range marked.Rules() {
+		if r.Alert == "" {
+			continue
+		}
+		alert := r.Alert
+		var names []string
+		for _, m := range markerRE.FindAllStringSubmatch(r.Expr, -1) {
+			if !slices.Contains(names, m[1]) {
+				names = append(names, m[1])
+			}
+		}
+		for _, name := range names {
+			v, err := strconv.ParseFloat(defaults[name], 64)
+			if err != nil {
+				t.Fatalf("%s: threshold %s = %q is not a number", alert, name, defaults[name])
+			}
+			for _, f := range []float64{thresholdUp, thresholdDown} {
+				to := formatNumber(v * f)
+				marker := thresholdMarker(name)
+				out = append(out, alertMutant{
+					alert: alert,
+					id:    fmt.Sprintf("%s threshold %s %s -> %s", alert, name, defaults[name], to),
+					apply: func(r *rules.Rule) { r.Expr = strings.ReplaceAll(r.Expr, marker, to) },
+				})
+			}
+		}
+		var literals []string
+		for _, m := range literalThreshold.FindAllStringSubmatch(r.Expr, -1) {
+			if v, _ := strconv.ParseFloat(m[3], 64); v != 0 && !slices.Contains(literals, m[1]+" "+m[3]) {
+				literals = append(literals, m[1]+" "+m[3])
+			}
+		}
+		for _, lit := range literals {
+			op, num, _ := strings.Cut(lit, " ")
+			v, _ := strconv.ParseFloat(num, 64)
+			for _, f := range []float64{thresholdUp, thresholdDown} {
+				to := formatNumber(v * f)
+				out = append(out, alertMutant{
+					alert: alert,
+					id:    fmt.Sprintf("%s threshold %s -> %s %s", alert, lit, op, to),
+					apply: func(r *rules.Rule) {
+						r.Expr = literalThreshold.ReplaceAllStringFunc(r.Expr, func(m string) string {
+							s := literalThreshold.FindStringSubmatch(m)
+							if s[1] != op || s[3] != num {
+								return m
+							}
+							return s[1] + s[2] + to
+						})
+					},
+				})
+			}
+		}
+		if r.For != "" {
+			d, err := model.ParseDuration(r.For)
+			if err != nil {
+				t.Fatalf("%s: for %q: %v", alert, r.For, err)
+			}
+			for _, f := range []float64{forUp, forDown} {
+				to := model.Duration(time.Duration(float64(d) * f).Round(time.Second)).String()
+				out = append(out, alertMutant{
+					alert: alert,
+					id:    fmt.Sprintf("%s for %s -> %s", alert, r.For, to),
+					apply: func(r *rules.Rule) { r.For = to },
+				})
+			}
+		}
+	}
+	return out
+}
+
+// TestAlertMutantsDerived checks the derivation itself, cheaply, on every
+// `make test`: every alert with a `for` or a threshold has mutants, and
+// the mutants of one known alert are the expected ones.
+func TestAlertMutantsDerived(t *testing.T) {
+	t.Parallel()
+	marked, defaults := markedAlerts(t)
+	ms := alertMutants(t, marked, defaults)
+	var ids []string
+	for _, m := range ms {
+		if m.alert == "GPUHardwareSlowdown" {
+			ids = append(ids, m.id)
+		}
+	}
+	want := []string{
+		"GPUHardwareSlowdown threshold > 0.25 -> > 0.275",
+		"GPUHardwareSlowdown threshold > 0.25 -> > 0.225",
+		"GPUHardwareSlowdown for 5m -> 6m15s",
+		"GPUHardwareSlowdown for 5m -> 3m45s",
+	}
+	if !slices.Equal(ids, want) {
+		t.Errorf("GPUHardwareSlowdown mutants:\n%s\nwant:\n%s", strings.Join(ids, "\n"), strings.Join(want, "\n"))
+	}
+	for _, r := range marked.Rules() {
+		if r.Alert == "" || (r.For == "" && !markerRE.MatchString(r.Expr) && !hasLiteralThreshold(r.Expr)) {
+			continue
+		}
+		if !slices.ContainsFunc(ms, func(m alertMutant) bool { return m.alert == r.Alert }) {
+			t.Errorf("%s has a `for` or a threshold but no mutant", r.Alert)
+		}
+	}
+	for id := range knownSurvivors {
+		if !slices.ContainsFunc(ms, func(m alertMutant) bool { return m.id == id }) {
+			t.Errorf("known survivor %q is no mutant of the rules any more: remove it", id)
+		}
+	}
+}
+
+func hasLiteralThreshold(expr string) bool {
+	for _, m := range literalThreshold.FindAllStringSubmatch(expr, -1) {
+		if v, _ := strconv.ParseFloat(m[3], 64); v != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAlertMutantsKilled renders, for every mutant of every alert, the
+// rules with that one change and runs the promtool unit tests of
+// rules/tests that name the alert: some case must fail. Run by `make
+// mutation` (go test ./rules -run TestAlertMutantsKilled -args -mutation);
+// promtool runs in parallel, one per CPU.
+func TestAlertMutantsKilled(t *testing.T) {
+	if !*mutation {
+		t.Skip("rule mutation check: run with -args -mutation (make mutation)")
+	}
+	bin := promtool(t)
+	marked, defaults := markedAlerts(t)
+	recording, err := load(t, rules.RecordingFile).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string][]byte{}
+	for _, f := range unitTestFiles(t, "tests") {
+		tests[f] = readFile(t, f)
+	}
+	mutants := alertMutants(t, marked, defaults)
+	var (
+		mu        sync.Mutex
+		survivors = map[string]string{}
+		wg        sync.WaitGroup
+		sem       = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	)
+	for _, m := range mutants {
+		var files []string
+		names := regexp.MustCompile(`alertname:\s*` + m.alert + `\b`)
+		for f, data := range tests {
+			if names.Match(data) {
+				files = append(files, f)
+			}
+		}
+		slices.Sort(files)
+		if len(files) == 0 {
+			survivors[m.id] = "no promtool case names the alert"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if !runMutant(t, bin, marked, defaults, m, recording, files, tests) {
+				mu.Lock()
+				survivors[m.id] = "promtool passed: " + strings.Join(files, ", ")
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d mutants of %d alerts, %d survived", len(mutants), countAlerts(marked), len(survivors))
+	for _, id := range sortedKeys(survivors) {
+		if _, ok := knownSurvivors[id]; !ok {
+			t.Errorf("mutant lived: %s (%s)", id, survivors[id])
+		}
+	}
+	for _, id := range sortedKeys(knownSurvivors) {
+		if _, ok := survivors[id]; !ok {
+			t.Errorf("known survivor %q is killed now: remove it from knownSurvivors", id)
+		}
+	}
+}
+
+// runMutant writes the rules with mutant m applied, without annotations,
+// and runs promtool test rules on files; killed reports whether a case
+// failed. A promtool that cannot run at all fails the test.
+func runMutant(t *testing.T, bin string, marked *rules.File, defaults map[string]string, m alertMutant, recording []byte, files []string, tests map[string][]byte) bool {
+	dir := t.TempDir()
+	alerts := marked.Map(func(r rules.Rule) rules.Rule {
+		r.Annotations = nil
+		if r.Alert == m.alert {
+			m.apply(&r)
+		}
+		r.Expr = fillMarkers(r.Expr, defaults)
+		return r
+	})
+	data, err := alerts.Marshal()
+	if err != nil {
+		t.Error(err)
+		return true
+	}
+	if err := os.Mkdir(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Error(err)
+		return true
+	}
+	args := []string{"test", "rules"}
+	for name, b := range map[string][]byte{rules.AlertsFile: data, rules.RecordingFile: recording} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Error(err)
+			return true
+		}
+	}
+	for _, f := range files {
+		dst := filepath.Join(dir, "tests", filepath.Base(f))
+		if err := os.WriteFile(dst, tests[f], 0o644); err != nil {
+			t.Error(err)
+			return true
+		}
+		args = append(args, dst)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err == nil {
+		return false
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "FAILED") {
+		t.Errorf("%s: promtool did not run the tests: %v\n%s", m.id, err, out)
+	}
+	return true
+}
+
+func countAlerts(f *rules.File) int {
+	n := 0
+	for _, r := range f.Rules() {
+		if r.Alert != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
