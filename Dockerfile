@@ -59,9 +59,13 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 
 FROM ${CUDA_BASE} AS runtime
 # DCGM 4: -core has libdcgm.so.4 and the hostengine modules; -proprietary
-# the closed-source modules, profiling (DCP) fields among them. Pin with
-# --build-arg DCGM_VERSION=4.x.y-z (empty: the repository's newest DCGM 4).
-ARG DCGM_VERSION=
+# the closed-source modules, profiling (DCP) fields among them. Pinned to
+# the DCGM of the GPU Operator's default standalone hostengine
+# (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml, dcgm.version
+# 4.6.0-1-ubuntu24.04), so that in remote mode the client library and the
+# Operator's nv-hostengine are the same release; docs/deployment.md ("DCGM
+# version pairing") says how to change it. Empty: the repository's newest.
+ARG DCGM_VERSION=4.6.0-1
 RUN set -eux; \
     pin=""; if [ -n "${DCGM_VERSION}" ]; then pin="=1:${DCGM_VERSION}"; fi; \
     apt-get update; \

@@ -161,3 +161,41 @@ hardware-bin: build ## Build what a bare GPU machine needs for hardware-check (b
 
 hardware-check: ## On a GPU machine, never in CI: run doctor and compare the exporter (NVML, and DCGM where installed) with nvidia-smi; expects bin/gpu-exporter; report under HARDWARE_REPORT_DIR (default bin/hardware-report). Without a GPU: "no GPU: skipped", exit 0.
 	tests/hardware/run.sh $(or $(HARDWARE_REPORT_DIR),bin/hardware-report)
+
+# Release: versioned from the newest v* tag (v1.2.3 -> 1.2.3); untagged
+# trees get the chart's version with a -dev.g<commit> pre-release suffix.
+DIST            ?= dist
+CHART_DIR       := deployment/helm/gpu-exporter
+CHART_VERSION0  := $(shell sed -n 's/^version: *//p' $(CHART_DIR)/Chart.yaml)
+RELEASE_VERSION ?= $(shell v=$$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo $(CHART_VERSION0)-dev.g$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+RELEASE_ARCHES  ?= amd64 arm64
+# go-dcgm and go-nvml need cgo; arm64 is cross-compiled with Debian's
+# gcc-aarch64-linux-gnu (the binaries dlopen libdcgm/libnvidia-ml, so no
+# target libraries are needed at link time, only the target's libc).
+CC_amd64        ?= gcc
+CC_arm64        ?= aarch64-linux-gnu-gcc
+RELEASE_LDFLAGS := -s -w -X $(VPKG).Version=$(RELEASE_VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) -X $(VPKG).BuildUser=gpu-exporter -X $(VPKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+
+.PHONY: release release-check
+release: ## Versioned linux/amd64 and linux/arm64 tarballs (cgo), an SPDX SBOM per binary, the packaged chart, SHA256SUMS, into $(DIST)/.
+	@for a in $(RELEASE_ARCHES); do cc=$(CC_amd64); [ $$a = arm64 ] && cc=$(CC_arm64); \
+	  command -v $$cc >/dev/null || { echo "release: $$cc not found: linux/$$a needs a C compiler for cgo (Debian: apt-get install gcc-aarch64-linux-gnu)"; exit 1; }; done
+	@$(MAKE) -s -C tests/tools $(TOOLS_BIN)/helm
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for a in $(RELEASE_ARCHES); do \
+	  cc=$(CC_amd64); [ $$a = arm64 ] && cc=$(CC_arm64); \
+	  d=$(DIST)/gpu-exporter-$(RELEASE_VERSION).linux-$$a; mkdir -p $$d; \
+	  echo "  build linux/$$a (CC=$$cc)"; \
+	  CGO_ENABLED=1 CGO_CFLAGS='-O2 -g -Wno-deprecated-declarations' GOOS=linux GOARCH=$$a CC=$$cc $(GO) build -trimpath $(GCFLAGS) -ldflags '$(RELEASE_LDFLAGS)' -o $$d/gpu-exporter ./cmd/gpu-exporter; \
+	  cp README.md CHANGELOG.md etc/default-counters.csv deployment/systemd/gpu-exporter.service deployment/systemd/gpu-exporter.env $$d/; \
+	  $(GO) run ./tests/release/sbom -o $(DIST)/gpu-exporter-$(RELEASE_VERSION).linux-$$a.spdx.json $$d/gpu-exporter; \
+	  tar -C $(DIST) --owner=0 --group=0 --numeric-owner --sort=name -czf $$d.tar.gz $$(basename $$d); \
+	  rm -rf $$d; \
+	done
+	$(TOOLS_BIN)/helm package $(CHART_DIR) --version $(RELEASE_VERSION) --app-version $(RELEASE_VERSION) -d $(DIST)
+	cd $(DIST) && sha256sum *.tar.gz *.tgz *.spdx.json > SHA256SUMS
+	@echo "  $(DIST)/: $$(ls $(DIST) | tr '\n' ' ')"
+	@echo "  chart to an OCI registry: helm push $(DIST)/gpu-exporter-$(RELEASE_VERSION).tgz oci://<registry>/<path>"
+
+release-check: tools ## make release here, then check its artifacts: checksums verify, the packaged chart lints, the host's binary runs --version, the arm64 binary is an aarch64 cgo build, the SBOMs list go.mod's modules.
+	PATH="$(TOOLS_BIN):$$PATH" RELEASE_CHECK=1 $(GO) test -count=1 -timeout 20m -v -run TestRelease ./tests/release/

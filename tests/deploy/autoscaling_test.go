@@ -68,6 +68,32 @@ func TestHelmPrometheusAdapterRules(t *testing.T) {
 		}
 	})
 
+	// Under dcgm naming the recording rules the adapter rules serve are not
+	// installed: no ConfigMap, and the install notes say why. NOTES.txt is
+	// rendered by a client-side dry-run install (helm template omits it).
+	for name, values := range map[string]map[string]any{
+		"naming=dcgm":                {"naming": "dcgm"},
+		"gpuOperator.inPlace":        {"gpuOperator": map[string]any{"inPlace": true}},
+		"--naming=dcgm in extraArgs": {"extraArgs": []any{"--naming=dcgm"}},
+	} {
+		t.Run("skipped under "+name, func(t *testing.T) {
+			t.Parallel()
+			values["autoscaling"] = map[string]any{"prometheusAdapterRules": map[string]any{"enabled": true}}
+			out, objs := render(t, chartDir, values)
+			kubevalidate(t, out)
+			if n := len(adapterConfigMaps(objs)); n != 0 {
+				t.Errorf("%d adapter rule ConfigMaps under dcgm naming, want none", n)
+			}
+			notes, err := helmInstallDryRunNotes(t, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(notes, "No prometheus-adapter rules ConfigMap was installed") {
+				t.Errorf("NOTES do not say the adapter rules were left out:\n%s", notes)
+			}
+		})
+	}
+
 	cases := []struct {
 		name                    string
 		values                  map[string]any
@@ -409,4 +435,21 @@ func TestHelmLintWithAutoscaling(t *testing.T) {
 	if err != nil {
 		t.Errorf("%v\n%s", err, out)
 	}
+}
+
+// helmInstallDryRunNotes renders the chart as `helm install --dry-run=client`
+// does, without a cluster, and returns its NOTES.
+func helmInstallDryRunNotes(t *testing.T, values map[string]any) (string, error) {
+	t.Helper()
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(bytes.NewReader(data), tool(t, "helm"), "install", "gpu", chartDir, "--namespace", "monitoring",
+		"--dry-run=client", "--values", "-")
+	if err != nil {
+		return "", err
+	}
+	_, notes, _ := strings.Cut(string(out), "NOTES:")
+	return notes, nil
 }

@@ -169,6 +169,14 @@ func TestDockerfile(t *testing.T) {
 	if !strings.Contains(joined(final.body, "RUN"), "datacenter-gpu-manager-4-core") {
 		t.Error("runtime stage does not install DCGM 4 (libdcgm.so.4)")
 	}
+	// The DCGM in the image is pinned, and the pin is the one
+	// docs/deployment.md pairs with the Operator's hostengine.
+	pin := regexp.MustCompile(`(?:^|\s)DCGM_VERSION=(4\.\d+\.\d+-\d+)(?:\s|$)`).FindStringSubmatch(joined(final.body, "ARG"))
+	if pin == nil {
+		t.Error("Dockerfile: ARG DCGM_VERSION has no 4.x.y-z default; an unpinned DCGM drifts from the hostengine it talks to")
+	} else if doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deployment.md")); err != nil || !strings.Contains(string(doc), "`"+pin[1]+"`") {
+		t.Errorf("docs/deployment.md does not state the image's DCGM %s (%v)", pin[1], err)
+	}
 	for _, s := range stages {
 		for _, in := range s.body {
 			if in.cmd == "ADD" && regexp.MustCompile(`https?://`).MatchString(in.args) {

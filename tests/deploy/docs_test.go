@@ -240,3 +240,37 @@ func TestInstallCommandsArePodSecurityReady(t *testing.T) {
 		}
 	}
 }
+
+// TestChartREADMEIsSelfContained: the chart's README travels inside the
+// packaged chart, where nothing of the repository is beside it, so every
+// link is absolute or names a file inside the chart.
+func TestChartREADMEIsSelfContained(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := 0
+	for _, m := range inlineLink.FindAllStringSubmatch(string(data), -1) {
+		target := m[1]
+		links++
+		if strings.HasPrefix(target, "https://") || strings.HasPrefix(target, "#") {
+			continue
+		}
+		path, _, _ := strings.Cut(target, "#")
+		rel, err := filepath.Rel(chartDir, filepath.Join(chartDir, path))
+		if err != nil || strings.HasPrefix(rel, "..") {
+			t.Errorf("chart README links %s, outside the packaged chart; link the repository's page absolutely", target)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(chartDir, path)); err != nil {
+			t.Errorf("chart README links %s: %v", target, err)
+		}
+	}
+	for _, m := range codePath.FindAllStringSubmatch(string(data), -1) {
+		t.Errorf("chart README names %s, outside the packaged chart", m[1])
+	}
+	if links == 0 {
+		t.Error("chart README has no links; the docs are worth one")
+	}
+}

@@ -397,11 +397,15 @@ metric relabelings follow it.
 Metric relabelings that move the exporter's namespace label to
 monitoring.namespaceLabel, then the user's. prometheus-operator appends its
 enforcedNamespaceLabel rule after these, so the holder's namespace survives
-in the new label while `namespace` becomes the monitor's namespace.
+in the new label while `namespace` becomes the monitor's namespace. Where
+the Prometheus overrides honorLabels to false (monitoring.honorLabelsOverridden)
+the operator's target relabeling has already set `namespace` to the
+monitor's before the scrape, so Prometheus itself renamed the holder's to
+exported_namespace: no copy then (it would copy the monitor's namespace).
 */}}
 {{- define "gpu-exporter.metricRelabelings" -}}
 {{- $label := include "gpu-exporter.namespaceLabel" .ctx }}
-{{- if and (ne $label "namespace") (not .ctx.Values.gpuOperator.inPlace) }}
+{{- if and (ne $label "namespace") (not .ctx.Values.gpuOperator.inPlace) (not .ctx.Values.monitoring.honorLabelsOverridden) }}
 - sourceLabels: [namespace]
   regex: (.+)
   targetLabel: {{ $label }}
