@@ -220,3 +220,29 @@ func TestEnergyConservationThroughAccountant(t *testing.T) {
 		}
 	}
 }
+
+// The split's cost on the scale node (64 GPUs x 16 processes, four
+// containers each), beside BenchmarkAccountantCollect64x16.
+func BenchmarkEnergySplit64x16(b *testing.B) {
+	root := b.TempDir()
+	s, pods := scaleNode(b, root, 64, 16)
+	a, err := NewAccountant(Config{Procfs: root, Mode: ModeContainer, Pods: pods}, s, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	devs, err := a.Collect(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var e EnergySplitter
+	joules := 0.0
+	b.ReportAllocs()
+	for b.Loop() {
+		joules += 300
+		e.Begin()
+		for i := range devs {
+			e.Split(&devs[i], joules, true)
+		}
+		e.End()
+	}
+}
