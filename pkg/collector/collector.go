@@ -24,6 +24,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
+	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -129,6 +130,7 @@ type Collector struct {
 	procFailed bool              // the last process accounting failed (logged once)
 	procInv    *source.Inventory // inventory procIndex was built from
 	procIndex  map[deviceKey]int // process accounting device -> entity
+	energy     processes.EnergySplitter
 
 	procLogs *logthrottle.Logger // failures of single GPUs in process accounting
 }
@@ -300,7 +302,7 @@ func (c *Collector) collect(ctx context.Context) error {
 	t2 := time.Now()
 	c.m.stages[stageJoin].Observe(t2.Sub(t1).Seconds())
 	in := exposition.Input{Sample: s, Holdings: holdings, HoldingsVersion: version, Extra: c.extra}
-	in.Containers, in.Processes = c.processUsage(ctx, s.Inventory, c.renderer.WantsProcesses())
+	in.Containers, in.Processes, in.Accounting = c.processUsage(ctx, s, c.renderer.WantsProcesses())
 	if c.renderer.WantsHealth() {
 		in.Lost, in.Health = c.events.health(ctx)
 	}

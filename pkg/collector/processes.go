@@ -28,24 +28,25 @@ type deviceKey struct {
 // is counted (stage "processes") and logged when it starts and ends; the
 // collection goes on with what could be read. Accounting unavailable on
 // the node (processes.ErrUnavailable) is no failure.
-func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, want bool) (containers, procs []exposition.ContainerUsage) {
+func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want bool) (containers, procs []exposition.ContainerUsage, devices []exposition.DeviceAccounting) {
 	if c.cfg.Processes == nil || !want {
-		return nil, nil
+		return nil, nil, nil
 	}
+	inv := s.Inventory
 	// --collect.timeout bounds the whole collection: accounting gets what
 	// the source read left of it.
 	pctx, cancel := context.WithDeadline(ctx, c.started.Add(c.cfg.Timeout))
 	defer cancel()
 	devs, err := c.cfg.Processes.Collect(pctx)
 	if err != nil && ctx.Err() != nil {
-		return nil, nil // the exporter is stopping: not a failure of accounting
+		return nil, nil, nil // the exporter is stopping: not a failure of accounting
 	}
 	if errors.Is(err, processes.ErrUnavailable) {
 		// A state of the node (no NVML), not a failed collection: the
 		// accountant reports it (gpu_exporter_process_accounting_available
 		// 0, one warning) and retries with back-off.
 		c.procFailed = false
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
 		// One failed collection, however many GPUs failed in it: the
@@ -69,19 +70,63 @@ func (c *Collector) processUsage(ctx context.Context, inv *source.Inventory, wan
 			}
 		}
 	}
-	for _, d := range devs {
+	energy := energyColumn(s)
+	c.energy.Begin()
+	for i := range devs {
+		d := &devs[i]
 		entity, ok := c.procIndex[deviceKey{d.UUID, d.GPUInstance}]
 		if !ok {
 			continue // left out by --collect.gpus, or not in the source's inventory
 		}
+		if energy >= 0 {
+			joules, ok := s.Values[entity*len(s.Fields)+energy].Number()
+			c.energy.Split(d, s.Fields[energy].Scaled(joules), ok)
+		}
 		for _, u := range d.Containers {
-			containers = append(containers, usageRow(entity, d.Utilization, u))
+			row := usageRow(entity, d.Utilization, u)
+			row.EnergyJoules, row.EnergyKnown = u.EnergyJoules, d.EnergyKnown
+			containers = append(containers, row)
 		}
 		for _, u := range d.Processes {
 			procs = append(procs, usageRow(entity, d.Utilization, u))
 		}
+		if d.OrphansKnown || d.EnergyKnown {
+			devices = append(devices, deviceRow(entity, d))
+		}
 	}
-	return containers, procs
+	// A failed collection (devs nil) splits nothing: the GPUs' last
+	// readings stay, and the next window spans the gap.
+	if devs != nil {
+		c.energy.End()
+	}
+	return containers, procs, devices
+}
+
+// energyColumn returns the sample's column of the GPU energy counter
+// (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, gpu_energy_joules_total), or -1
+// when it is not collected: energy is then not split.
+func energyColumn(s *source.Sample) int {
+	for i := range s.Fields {
+		if s.Fields[i].ID == energyFieldID {
+			return i
+		}
+	}
+	return -1
+}
+
+// energyFieldID is DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (dcgm_fields.h),
+// millijoules since the driver was loaded; pkg/fields scales it to joules.
+const energyFieldID = 156
+
+// deviceRow is what accounting tells of device d as a whole.
+func deviceRow(entity int, d *processes.DeviceUsage) exposition.DeviceAccounting {
+	a := exposition.DeviceAccounting{Entity: entity, OrphansKnown: d.OrphansKnown,
+		IdleEnergyJoules: d.IdleEnergyJoules, EnergyKnown: d.EnergyKnown}
+	a.Orphans[exposition.OrphanPodGone] = float64(d.Orphans[processes.OrphanPodGone].Processes)
+	a.Orphans[exposition.OrphanHost] = float64(d.Orphans[processes.OrphanHost].Processes)
+	a.OrphanMemoryBytes[exposition.OrphanPodGone] = float64(d.Orphans[processes.OrphanPodGone].MemoryBytes)
+	a.OrphanMemoryBytes[exposition.OrphanHost] = float64(d.Orphans[processes.OrphanHost].MemoryBytes)
+	return a
 }
 
 // logProcessFailure logs a failed process accounting: a failure of the

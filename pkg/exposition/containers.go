@@ -29,6 +29,10 @@ type ContainerUsage struct {
 	// MemoryBytes is the device memory used, when MemoryKnown.
 	MemoryBytes float64
 	MemoryKnown bool
+	// EnergyJoules is the container's share of the GPU's energy, a
+	// counter, when EnergyKnown (container rows only; accounting.go).
+	EnergyJoules float64
+	EnergyKnown  bool
 }
 
 // declareContainerFamilies declares the process accounting families of
@@ -64,11 +68,12 @@ func declareContainerFamilies(d *[numFamilies]Family) {
 		Help:   "Device memory used by one process; only with --collect.processes=process.",
 		Labels: perProcess, Optional: optional,
 	}
+	declareAccountingFamilies(d, usage, optional)
 }
 
 // renderContainers writes the process accounting families.
 func (p *pageWriter) renderContainers(in Input) {
-	if len(in.Containers) == 0 && len(in.Processes) == 0 {
+	if len(in.Containers) == 0 && len(in.Processes) == 0 && len(in.Accounting) == 0 {
 		return
 	}
 	labels := make([][]byte, len(in.Containers))
@@ -107,6 +112,7 @@ func (p *pageWriter) renderContainers(in Input) {
 			p.line(&pmem, plabels[i], "pid", strconv.FormatUint(uint64(u.PID), 10), u.MemoryBytes)
 		}
 	}
+	p.renderAccounting(in, labels)
 }
 
 // usageLabels appends the entity's labels, then the container's.

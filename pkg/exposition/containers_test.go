@@ -62,3 +62,52 @@ func TestRenderContainers(t *testing.T) {
 		}
 	}
 }
+
+// Energy and orphans: counters per container and idle per GPU, orphan
+// counts per reason (zeros included, so that alerts see the family), and
+// nothing for a device whose accounting cannot tell.
+func TestRenderAccounting(t *testing.T) {
+	t.Parallel()
+	in := familiesInput(t, []fields.Field{fields.MustNew().All()[0]})
+	in.Containers = []ContainerUsage{
+		{Entity: 0, Namespace: "ml", Pod: "busy", Container: "train", Processes: 1, EnergyJoules: 300, EnergyKnown: true},
+		{Entity: 0, PodUID: "uid-gone", ContainerID: "abc", Processes: 1, EnergyJoules: 0, EnergyKnown: true},
+		{Entity: 2, Namespace: "ml", Pod: "mig", Container: "main", Processes: 1},
+	}
+	in.Processes = nil
+	in.Accounting = []DeviceAccounting{
+		{Entity: 0, Orphans: [NumOrphanReasons]float64{1, 0}, OrphanMemoryBytes: [NumOrphanReasons]float64{3 << 30, 0}, OrphansKnown: true, IdleEnergyJoules: 100, EnergyKnown: true},
+		{Entity: 2},
+	}
+	fams := parseText(t, NewRenderer(Options{Naming: NamingPrometheus}).Render(in).Text)
+	energy := fams["gpu_container_energy_joules_total"]
+	if energy == nil || len(energy.Metric) != 2 || energy.Metric[0].GetCounter().GetValue() != 300 {
+		t.Fatalf("gpu_container_energy_joules_total = %v", energy)
+	}
+	idle := fams["gpu_idle_energy_joules_total"]
+	if idle == nil || len(idle.Metric) != 1 || idle.Metric[0].GetCounter().GetValue() != 100 || labelMap(idle.Metric[0])["uuid"] != "GPU-a" {
+		t.Fatalf("gpu_idle_energy_joules_total = %v", idle)
+	}
+	orphans := fams["gpu_orphan_processes"]
+	if orphans == nil || len(orphans.Metric) != 2 {
+		t.Fatalf("gpu_orphan_processes = %v", orphans)
+	}
+	got := map[string]float64{}
+	for _, m := range fams["gpu_orphan_memory_used_bytes"].Metric {
+		got[labelMap(m)["reason"]] = m.GetGauge().GetValue()
+	}
+	if got["pod_gone"] != 3<<30 || got["host"] != 0 || len(got) != 2 {
+		t.Errorf("gpu_orphan_memory_used_bytes by reason = %v", got)
+	}
+	for _, m := range orphans.Metric {
+		if l := labelMap(m); l["pod"] != "" || l["gpu"] != "0" {
+			t.Errorf("orphan series with holder labels or on the wrong GPU: %v", l)
+		}
+	}
+	dcgm := parseText(t, NewRenderer(Options{Naming: NamingDCGM}).Render(in).Text)
+	for name := range dcgm {
+		if strings.Contains(name, "energy_joules_total") && name != "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" || strings.Contains(name, "orphan") {
+			t.Errorf("dcgm naming renders %s", name)
+		}
+	}
+}

@@ -85,6 +85,10 @@ const (
 	famContainerProcesses
 	famProcessUtilization
 	famProcessMemory
+	famContainerEnergy
+	famIdleEnergy
+	famOrphanProcesses
+	famOrphanMemory
 	famNVLinkUp
 	famNVSwitchInfo
 	famNVLinkPeer

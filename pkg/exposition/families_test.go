@@ -45,9 +45,11 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 		Lost:     []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
 		Health:   []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
 		Containers: []ContainerUsage{
-			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true},
+			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true, EnergyJoules: 12.5, EnergyKnown: true},
 			{Entity: 2, PodUID: "uid-2", ContainerID: "c0ffee", Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
 		},
+		Accounting: []DeviceAccounting{{Entity: 0, Orphans: [NumOrphanReasons]float64{1, 0}, OrphanMemoryBytes: [NumOrphanReasons]float64{1 << 30, 0},
+			OrphansKnown: true, IdleEnergyJoules: 40, EnergyKnown: true}},
 		Processes: []ContainerUsage{
 			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", PID: 42, Processes: 1, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true},
 		},

@@ -254,4 +254,7 @@ type Input struct {
 	// of each process, from process accounting (Prometheus naming), sorted
 	// by entity then container.
 	Containers, Processes []ContainerUsage
+	// Accounting is what process accounting tells of each device as a
+	// whole (orphan processes, idle energy), by entity (accounting.go).
+	Accounting []DeviceAccounting
 }

@@ -81,6 +81,8 @@ type Store struct {
 	wg      sync.WaitGroup
 
 	syncOnce sync.Once
+	// synced is set once the informer has listed this node's pods (Synced).
+	synced atomic.Bool
 
 	// watchMu guards watchErr, the last list/watch error logged; it is
 	// cleared (and the recovery logged) when events flow again.
@@ -270,6 +272,7 @@ func (s *Store) Version() uint64 { return s.version.Load() }
 // markSynced records the first complete pod list, once.
 func (s *Store) markSynced() {
 	s.syncOnce.Do(func() {
+		s.synced.Store(true)
 		s.m.synced.Set(1)
 		s.mu.RLock()
 		n := len(s.pods)

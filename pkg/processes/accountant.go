@@ -104,6 +104,10 @@ type Usage struct {
 	// the processes' SM utilization. Valid when the device's Utilization
 	// is.
 	SM float64
+	// EnergyJoules is their share of the device's energy since the row
+	// first had one (EnergySplitter), in container rows when the device's
+	// EnergyKnown.
+	EnergyJoules float64
 }
 
 // DeviceUsage is the usage of one GPU or MIG device.
@@ -121,6 +125,16 @@ type DeviceUsage struct {
 	// Processes are the per-process rows (ModeProcess), sorted the same
 	// way, then by PID.
 	Processes []Usage
+	// Orphans counts the device's orphan processes by OrphanKind, when
+	// OrphansKnown (orphans.go: with a synced pod informer only).
+	Orphans      [numOrphanKinds]Orphans
+	OrphansKnown bool
+	// IdleEnergyJoules is the device's energy spent while no process was
+	// on its SMs, summed since the device's first split, when
+	// EnergyKnown (energy.go); the containers' shares are in their
+	// Usage.EnergyJoules.
+	IdleEnergyJoules float64
+	EnergyKnown      bool
 }
 
 // Accountant attributes the processes of every device to containers once
@@ -143,6 +157,8 @@ type Accountant struct {
 	lookups  []Lookup
 	resolved []Resolution
 	at       map[uint32]int
+	// orphans remembers the pod UIDs unknown at the last collection.
+	orphans orphanTracker
 }
 
 // reach is whether a sampler reached the GPUs.
@@ -233,8 +249,10 @@ func (a *Accountant) Collect(ctx context.Context) ([]DeviceUsage, error) {
 		return nil, fmt.Errorf("process accounting: resolving the GPUs' processes: %w", context.Cause(ctx))
 	}
 	out := make([]DeviceUsage, len(devs))
+	a.orphans.begin()
+	orphans := a.countsOrphans()
 	for i := range devs {
-		out[i] = a.attribute(&devs[i])
+		out[i] = a.attribute(&devs[i], orphans)
 	}
 	a.resolver.End()
 	a.m.cached.Set(float64(a.resolver.Cached()))
@@ -301,11 +319,12 @@ func (a *Accountant) resolveAll(ctx context.Context, devs []Device) {
 }
 
 // attribute sums one device's processes per container, from resolveAll's
-// answers.
-func (a *Accountant) attribute(d *Device) DeviceUsage {
-	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization}
+// answers, and counts its orphans when orphans is set.
+func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
+	u := DeviceUsage{GPU: d.GPU, UUID: d.UUID, GPUInstance: d.GPUInstance, MIGUUID: d.MIGUUID, Utilization: d.Utilization, OrphansKnown: orphans}
 	index := map[Who]int{}
-	for _, p := range d.Processes {
+	for i := range d.Processes {
+		p := &d.Processes[i]
 		res := a.resolved[a.at[p.PID]]
 		owner, err := res.Owner, res.Err
 		if err != nil {
@@ -313,6 +332,14 @@ func (a *Accountant) attribute(d *Device) DeviceUsage {
 			continue
 		}
 		who := a.name(owner)
+		if orphans {
+			if k, ok := a.orphanKind(p, owner, who); ok {
+				u.Orphans[k].Processes++
+				if p.UsedKnown {
+					u.Orphans[k].MemoryBytes += p.UsedBytes
+				}
+			}
+		}
 		// SM stays in percent until the sums are made: NVML's integer
 		// percents add up exactly, and one division gives the ratio.
 		row := Usage{Who: who, PID: p.PID, Processes: 1, MemoryBytes: p.UsedBytes, MemoryKnown: p.UsedKnown, SM: p.SM}

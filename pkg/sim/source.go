@@ -32,6 +32,9 @@ type Source struct {
 
 	lastRead time.Duration // elapsed time of the last successful Read
 	read     bool
+	// energy is the energy model's millijoules since t=0, by scenario
+	// entity, on GPUs with processes (energy.go).
+	energy map[int]float64
 	// closed is set by Close, which may run while a read the collector
 	// gave up on (its deadline passed) is still in flight.
 	closed atomic.Bool
@@ -179,6 +182,7 @@ func (s *Source) Read(ctx context.Context) (*source.Sample, error) {
 		}
 	}
 	s.processUtilization(smp, seg, t)
+	s.processEnergy(smp, seg, t)
 	smp.XIDs = s.xidEvents(seg, t)
 	smp.LinkStates = s.scn.linkStates(seg, tf)
 	if !s.read || t > s.lastRead {
