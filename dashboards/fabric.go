@@ -12,12 +12,11 @@ const (
 // down, per-link traffic and errors, the topology, the switches' health
 // and the fabric manager. m selects the GPUs; switches are selected by
 // node only (they belong to no GPU).
-func (bd *board) fabric(o Options, m string) {
+func (bd *board) fabric(m string) {
 	sw := sel(mCluster, mNode)
-	pl := o.podLabels()
 	// max, not sum: a shared GPU repeats its links once per holder.
 	perLink := func(name string) string {
-		return `max by (node, gpu, link) (rate(` + name + `{` + sel(m, `link!=""`) + `}[$__rate_interval]))`
+		return gpuMax() + `(rate(` + name + `{` + sel(m, `link!=""`) + `}[$__rate_interval]))`
 	}
 	perSwitch := func(expr string) string { return `sum by (node, nvswitch) (` + expr + `)` }
 
@@ -54,14 +53,14 @@ func (bd *board) fabric(o Options, m string) {
 		}
 		bd.timeseries(panel{title: fieldTitle(f) + " (per GPU)", unit: unit,
 			description: f.Help + " Rate over all links of each GPU. (" + f.Name + ")",
-			queries:     []query{{expr: `max without (` + pl + `) (` + expr + `)`, legend: legendGPU}}})
+			queries:     []query{{expr: gpuMax() + `(` + expr + `)`, legend: legendGPU}}})
 	}
 	bd.timeseries(panel{title: "Fabric manager status", unit: unitCode, steps: true,
 		description: "Fabric manager state for each GPU: 3 success; 1 not started, 2 in progress, 4 failure. GPUFabricManagerNotReady fires when it is not 3.",
-		queries:     []query{{expr: `max without (` + pl + `) (gpu_fabric_manager_status{` + m + `})`, legend: legendGPU}}})
+		queries:     []query{{expr: gpuMax() + `(gpu_fabric_manager_status{` + m + `})`, legend: legendGPU}}})
 	bd.timeseries(panel{title: "Fabric manager error code", unit: unitCode, steps: true,
 		description: "Error the fabric manager reported for each GPU (0: none). (gpu_fabric_manager_error_code)",
-		queries:     []query{{expr: `max without (` + pl + `) (gpu_fabric_manager_error_code{` + m + `})`, legend: legendGPU}}})
+		queries:     []query{{expr: gpuMax() + `(gpu_fabric_manager_error_code{` + m + `})`, legend: legendGPU}}})
 	bd.table(panel{title: "NVLink topology", unit: unitCount,
 		description: "The far end of each link of the selected GPUs: a GPU (peer is its index) or an NVSwitch (peer is its id).",
 		queries:     []query{{expr: `gpu_nvlink_peer_info{` + m + `}`}}},

@@ -79,20 +79,19 @@ func NodeDetail(o Options) (dashboard.Dashboard, error) {
 			{field: "mig_profile", title: "profile"}, {field: o.ns(), title: "namespace"}, {field: "pod"}, {field: "container"},
 			{field: "shared"}},
 		"")
-	pl := o.podLabels()
 	bd.timeseries(panel{title: "Utilization", unit: unitRatio, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
 		description: "Utilization of each GPU, and graphics-engine activity of each MIG instance.",
 		queries:     []query{{expr: `gpu:gpu_utilization_ratio:max{` + m + `}`, legend: legendGPU}}})
 	bd.timeseries(panel{title: "Memory used (share)", unit: unitRatio, min: ptr(0), max: ptr(1), thresholds: memoryThresholds,
 		description: "Share of each GPU's memory in use. Frameworks that pre-allocate (TensorFlow, JAX, vLLM) hold most of it by design.",
 		queries: []query{{
-			expr:   `max without (` + pl + `) (gpu_memory_used_bytes{` + sel(m, `gpu_instance=""`) + `}) / max without (` + pl + `) (gpu_memory_total_bytes{` + sel(m, `gpu_instance=""`) + `})`,
+			expr:   gpuMax() + `(gpu_memory_used_bytes{` + sel(m, `gpu_instance=""`) + `}) / ` + gpuMax() + `(gpu_memory_total_bytes{` + sel(m, `gpu_instance=""`) + `})`,
 			legend: legendGPU,
 		}}})
 	bd.timeseries(panel{title: "Temperature headroom to slowdown", unit: unitCelsius, thresholds: headroomThresholds,
 		description: "Degrees left before each GPU slows its clocks: its slowdown temperature (gpu_temperature_slowdown_celsius) minus its temperature. GPUTemperatureHigh fires 5 °C before, GPUTemperatureCritical at 0.",
 		queries: []query{{
-			expr:   `max without (` + pl + `) (gpu_temperature_slowdown_celsius{` + m + `} - gpu_temperature_celsius{` + m + `})`,
+			expr:   gpuMax() + `(gpu_temperature_slowdown_celsius{` + m + `}) - ` + gpuMax() + `(gpu_temperature_celsius{` + m + `})`,
 			legend: legendGPU,
 		}}})
 
@@ -115,7 +114,7 @@ func NodeDetail(o Options) (dashboard.Dashboard, error) {
 		}
 		bd.collapsedRow(s.title)
 		for _, f := range rowFields {
-			bd.timeseries(fieldPanel(o, f, m))
+			bd.timeseries(fieldPanel(f, m))
 		}
 		if s.title == "Errors: XID, ECC, row remapping" {
 			bd.timeseries(panel{title: "XID errors by code", unit: unitCount, steps: true,
@@ -132,11 +131,11 @@ func NodeDetail(o Options) (dashboard.Dashboard, error) {
 	if len(other) > 0 {
 		bd.collapsedRow("Other fields")
 		for _, f := range other {
-			bd.timeseries(fieldPanel(o, f, m))
+			bd.timeseries(fieldPanel(f, m))
 		}
 	}
 
-	bd.fabric(o, m)
+	bd.fabric(m)
 
 	bd.collapsedRow("MIG instances")
 	bd.table(panel{title: "MIG instances", unit: unitCount,
@@ -161,11 +160,11 @@ func NodeDetail(o Options) (dashboard.Dashboard, error) {
 }
 
 // fieldPanel is the time series of one catalog field on the selected GPUs.
-// The holders' copies of a series are collapsed (max without the pod
-// labels) so that a shared GPU draws one line. Counters in seconds or
+// The holders' copies of a series are collapsed (gpuMax: max by the GPU's
+// identity) so that a shared GPU draws one line. Counters in seconds or
 // joules are shown as rates (throttled share of time, watts); other
 // counters as their value, a count since the driver was loaded.
-func fieldPanel(o Options, f fields.Field, m string) panel {
+func fieldPanel(f fields.Field, m string) panel {
 	p := panel{
 		title:       fieldTitle(f),
 		description: f.Help + " (" + f.Name + ")",
@@ -177,7 +176,10 @@ func fieldPanel(o Options, f fields.Field, m string) panel {
 		if f.Type == fields.Counter && (f.Unit == "seconds" || f.Unit == "joules" || strings.Contains(f.Name, "kibibytes")) {
 			s = `rate(` + s + `[$__rate_interval])`
 		}
-		return `max without (` + o.podLabels() + `) (` + s + `)`
+		if f.Kind == fields.Bitmask {
+			return gpuMax("reason") + `(` + s + `)`
+		}
+		return gpuMax() + `(` + s + `)`
 	}
 	switch {
 	case f.Kind == fields.Bitmask:

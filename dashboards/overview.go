@@ -1,12 +1,8 @@
 package dashboards
 
 import (
-	"strings"
-
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
-
-	"github.com/gpu-exporter/gpu-exporter/rules"
 )
 
 // GPU resources of kube-state-metrics v2 (resource names sanitized), as in
@@ -95,9 +91,9 @@ func ClusterOverview(o Options) (dashboard.Dashboard, error) {
 		description: "The ten hottest GPUs now, with their distance to the temperature at which each slows its clocks (gpu_temperature_slowdown_celsius; blank where the GPU reports none). Node and GPU link to the detail dashboard.",
 		queries: []query{
 			{expr: `topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
-			// By the labels gpu:* recordings keep (rules.GPULabels), so
-			// the two sides match one to one.
-			{expr: `max by (` + strings.Join(rules.GPULabels(), ", ") + `) (gpu_temperature_slowdown_celsius{` + cn + `}) - topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
+			// gpuMax keeps the labels gpu:* recordings keep
+			// (rules.GPULabels), so the two sides match one to one.
+			{expr: gpuMax() + `(gpu_temperature_slowdown_celsius{` + cn + `}) - topk(10, gpu:gpu_temperature_celsius:max{` + cn + `})`},
 		}},
 		[]column{{field: "node", link: detailLink("GPUs of this node", "node", "")},
 			{field: "gpu", title: "GPU", link: detailLink("This GPU", "node", "GPU")},
@@ -108,7 +104,7 @@ func ClusterOverview(o Options) (dashboard.Dashboard, error) {
 	bd.timeseries(panel{title: "Temperature headroom of the hottest GPUs", unit: unitCelsius, thresholds: headroomThresholds,
 		description: "Degrees left before each GPU slows its clocks (its slowdown temperature minus its temperature), for the ten GPUs closest to it. GPUTemperatureHigh fires 5 °C before, GPUTemperatureCritical at 0.",
 		queries: []query{{
-			expr:   `bottomk(10, max without (` + o.podLabels() + `) (gpu_temperature_slowdown_celsius{` + cn + `} - gpu_temperature_celsius{` + cn + `}))`,
+			expr:   `bottomk(10, ` + gpuMax() + `(gpu_temperature_slowdown_celsius{` + cn + `}) - gpu:gpu_temperature_celsius:max{` + cn + `})`,
 			legend: legendGPU,
 		}}})
 	bd.timeseries(panel{title: "Power by node", unit: unitWatts, min: ptr(0),
@@ -117,7 +113,7 @@ func ClusterOverview(o Options) (dashboard.Dashboard, error) {
 	bd.timeseries(panel{title: "Throttled GPUs by reason", unit: unitCount, steps: true, w: 24,
 		description: "GPUs whose clocks a thermal or power reason lowers.",
 		queries: []query{{
-			expr:   `count by (reason) (max without (` + o.podLabels() + `) (gpu_clock_event_active{` + sel(cn, `reason=~"sw_thermal|hw_thermal|hw_slowdown|sw_power_cap|hw_power_brake"`) + `}) == 1)`,
+			expr:   `count by (reason) (` + gpuMax("reason") + `(gpu_clock_event_active{` + sel(cn, `reason=~"sw_thermal|hw_thermal|hw_slowdown|sw_power_cap|hw_power_brake"`) + `}) == 1)`,
 			legend: "{{reason}}",
 		}}})
 
@@ -139,7 +135,7 @@ func ClusterOverview(o Options) (dashboard.Dashboard, error) {
 	bd.timeseries(panel{title: "Corrected (single-bit) ECC errors", unit: unitPerSecond,
 		description: "Rate of corrected ECC errors per GPU; a steady rate points to a weak memory cell.",
 		queries: []query{{
-			expr:   `max by (cluster, node, gpu) (rate(gpu_ecc_single_bit_volatile_errors_total{` + cn + `}[$__rate_interval]))`,
+			expr:   gpuMax() + `(rate(gpu_ecc_single_bit_volatile_errors_total{` + cn + `}[$__rate_interval]))`,
 			legend: legendGPU,
 		}}})
 

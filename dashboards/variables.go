@@ -5,6 +5,8 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/gpu-exporter/gpu-exporter/rules"
 )
 
 // Label matchers for the template variables. Every query variable offers
@@ -24,9 +26,17 @@ const (
 // mNamespace selects GPU series by the namespace of their holder.
 func (o Options) mNamespace() string { return o.ns() + `=~"$namespace"` }
 
-// podLabels are the attribution labels a GPU's per-holder copies differ
-// by; `max without (...)` over them draws one line per GPU.
-func (o Options) podLabels() string { return o.ns() + ", pod, container" }
+// gpuMax collapses the holders' copies of a GPU family into one series
+// per GPU, MIG instance or link: `max by` the GPU's identity
+// (rules.GPULabels, the labels the gpu:* recordings keep) and the
+// family's own extra labels (a throttle reason). By, not without: a
+// GPU's copies differ in holder labels only the user's configuration
+// knows (pod_uid, label_<key> per allowed pod label, hpc_*), and in the
+// scrape's instance across an exporter rollout, and `without` can only
+// name the labels it knows.
+func gpuMax(extra ...string) string {
+	return `max by (` + strings.Join(append(rules.GPULabels(), extra...), ", ") + `) `
+}
 
 // sel joins label matchers into the inside of a selector's braces; empty
 // ones are left out.

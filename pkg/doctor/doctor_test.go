@@ -76,6 +76,14 @@ func oneGPU() *source.Inventory {
 	}}
 }
 
+// migGPU is oneGPU in MIG mode with one GPU instance.
+func migGPU() *source.Inventory {
+	inv := oneGPU()
+	inv.Entities = append(inv.Entities, source.Entity{Kind: source.GPUInstance, GPU: 0, UUID: testUUID, Device: "nvidia0",
+		Model: "NVIDIA A100-SXM4-40GB", GPUInstance: 3, MIGProfile: "3g.40gb", MIGUUID: "MIG-3"})
+	return inv
+}
+
 // goodHost is a GPU machine where everything is in place.
 func goodHost() Host {
 	return Host{
@@ -366,6 +374,21 @@ func TestDoctorChecks(t *testing.T) {
 				{CheckFields, Warn, []string{"1 of 2 fields have values", "DCGM_FI_PROF_SM_ACTIVE", "CAP_SYS_ADMIN", "gpu 0 (NVIDIA A100-SXM4-40GB, " + testUUID + ", nvidia0): 1 values, 1 blank"}},
 				{CheckProfiling, Warn, []string{"lacks CAP_SYS_ADMIN", "SYS_ADMIN capability"}},
 			},
+		},
+		{
+			// MIG with the chart's defaults: no CAP_SYS_ADMIN, so the
+			// instances' only activity field reads blank.
+			name: "MIG instances without activity",
+			src:  &fakeSource{inv: migGPU(), blank: map[uint16]bool{1001: true}},
+			edit: func(c *Config) { c.Source, c.Traits = "dcgm", traits(t, "--source=dcgm") },
+			checks: []check{{CheckFields, Warn, []string{"MIG instances without activity: 1 of 1 read no gpu_graphics_engine_active_ratio (blank)",
+				"gpu 0 instance 3 (3g.40gb, MIG-3)", "dcgm.profiling=true", "GPUMIGActivityMissing"}}},
+		},
+		{
+			name:   "MIG instances with activity",
+			src:    &fakeSource{inv: migGPU()},
+			edit:   func(c *Config) { c.Source, c.Traits = "dcgm", traits(t, "--source=dcgm") },
+			checks: []check{{CheckFields, OK, []string{"fields return values"}}},
 		},
 		{
 			name:   "profiling fields with nvml",

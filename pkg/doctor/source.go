@@ -222,7 +222,53 @@ func checkFields(ctx context.Context, cfg Config, src source.Source, set []field
 		res.Status = OK
 		res.Found = fmt.Sprintf("all %d fields return values", len(s.Fields)-len(noFabric))
 	}
+	if line := migWithoutActivity(s); line != "" {
+		res.Details = append(res.Details, line)
+		if res.Status == OK {
+			res.Status, res.Found, res.Fix = Warn, line, migActivityFix
+		} else {
+			res.Fix += "; " + migActivityFix
+		}
+	}
 	return res
+}
+
+// migActivityField is the only activity a MIG instance reports: DCGM's
+// DCGM_FI_DEV_GPU_UTIL is a whole-GPU field, not supported in MIG mode;
+// NVIDIA points to the profiling field DCGM_FI_PROF_GR_ENGINE_ACTIVE
+// instead (NVIDIA/dcgm-exporter#216, #430; NVIDIA/DCGM#80).
+const migActivityField = "gpu_graphics_engine_active_ratio"
+
+// migActivityFix is what gives MIG instances an activity series.
+const migActivityFix = "MIG activity needs the profiling field DCGM_FI_PROF_GR_ENGINE_ACTIVE: in embedded mode add CAP_SYS_ADMIN (chart: dcgm.profiling=true), or read a hostengine that holds it (--dcgm.remote-address; chart: dcgm.mode=remote); the GPUMIGActivityMissing alert fires until then"
+
+// migWithoutActivity names the MIG instances that read no
+// gpu_graphics_engine_active_ratio (not in the set, or blank): nothing
+// measures their activity, so idle-instance alerts, the MIG panels and
+// right-sizing are blind to them. Empty when there are none.
+func migWithoutActivity(s *source.Sample) string {
+	f := slices.IndexFunc(s.Fields, func(f fields.Field) bool { return f.Name == migActivityField })
+	var blind []string
+	instances := 0
+	for e := range s.Inventory.Entities {
+		ent := &s.Inventory.Entities[e]
+		if ent.Kind != source.GPUInstance {
+			continue
+		}
+		instances++
+		if f < 0 || s.At(e, f).Kind == source.Blank {
+			blind = append(blind, entityName(ent))
+		}
+	}
+	if len(blind) == 0 {
+		return ""
+	}
+	why := "blank"
+	if f < 0 {
+		why = "not in the field set"
+	}
+	return fmt.Sprintf("MIG instances without activity: %d of %d read no %s (%s), and DCGM reports no utilization for MIG instances: %s",
+		len(blind), instances, migActivityField, why, strings.Join(blind, "; "))
 }
 
 // readSettled reads a sample; while some field is blank on every entity it

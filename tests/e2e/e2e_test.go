@@ -24,7 +24,10 @@ var testNodes = []node{
 	{name: "gpu-node-faults", scenario: "faults"},  // PCIe health warning at 10s, GPU 4 lost at 25s; XID 48, double-bit ECC, memory health failure and GPU reset at 1m
 	{name: "gpu-node-hpc", scenario: "hpc"},        // Slurm jobs through the job-mapping directory: GPU 2 shared by two jobs, GPU 3 held and idle
 	{name: "gpu-node-hgx", scenario: "hgx"},        // NVLink fabric: GPU 3's link 7 counts CRC errors from 15s and goes down at 60s
-	autoscalingNode,                                // constant values for the autoscaling queries
+	// Shared GPUs whose holders carry pod_uid and label_team; its exporter
+	// restarts mid-run (restart_test.go).
+	{name: labelledNode, scenario: "timeslicing", podLabels: true},
+	autoscalingNode, // constant values for the autoscaling queries
 }
 
 // TestEndToEnd runs the whole chain once and checks it from the user's
@@ -37,6 +40,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("pod labels", func(t *testing.T) { testPodLabels(t, s) })
 	t.Run("recording rules", func(t *testing.T) { testRecordingRules(t, s) })
 	t.Run("alerts reach alertmanager", func(t *testing.T) { testAlerts(t, s) })
+	t.Run("exporter restart", func(t *testing.T) { testExporterRestart(t, s) })
 	t.Run("dashboard queries", func(t *testing.T) { testDashboards(t, s) })
 	t.Run("autoscaling queries", func(t *testing.T) { testAutoscaling(t, s) })
 	t.Run("remote write", func(t *testing.T) { testRemoteWrite(t, s) })

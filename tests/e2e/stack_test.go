@@ -35,6 +35,11 @@ type node struct {
 	name     string
 	scenario string
 	addr     string
+	// podLabels gives the node's holders pod_uid and label_team, as
+	// --kubernetes.pod-uid and --kubernetes.pod-labels would (see
+	// podLabelRelabel).
+	podLabels bool
+	proc      *process
 }
 
 // stack is the running system under test.
@@ -47,6 +52,8 @@ type stack struct {
 	procs      []*process
 	ksmAddress string
 	receiver   string // base URL of the Prometheus that receives remote write
+	exporter   string // the exporter binary
+	dir        string // the processes' working directory
 }
 
 // process is a child process whose output is kept for failure reports.
@@ -197,12 +204,10 @@ func startStack(t *testing.T, nodes []node) *stack {
 		}
 	})
 
+	s.exporter, s.dir = exporter, dir
 	for _, n := range nodes {
 		n.addr = freeAddr(t)
-		p := startProcess(t, s, "exporter "+n.name, dir, exporter,
-			"--source=sim", "--sim.scenario="+n.scenario,
-			"--web.listen-address="+n.addr, "--collect.interval=1s")
-		waitHTTP(t, p, "http://"+n.addr+"/readyz", 30*time.Second)
+		s.startExporter(t, &n)
 		s.nodes = append(s.nodes, n)
 	}
 
@@ -256,6 +261,56 @@ func startStack(t *testing.T, nodes []node) *stack {
 		return nil
 	})
 	return s
+}
+
+// startExporter starts the exporter of node n on n.addr and waits until
+// it is ready.
+func (s *stack) startExporter(t *testing.T, n *node) {
+	t.Helper()
+	n.proc = startProcess(t, s, "exporter "+n.name, s.dir, s.exporter,
+		"--source=sim", "--sim.scenario="+n.scenario,
+		"--web.listen-address="+n.addr, "--collect.interval=1s")
+	waitHTTP(t, n.proc, "http://"+n.addr+"/readyz", 30*time.Second)
+}
+
+// restartExporter stops the exporter of the node called name and starts
+// it again on the same address, as a DaemonSet rollout replaces the pod
+// (maxUnavailable: the old one goes first).
+func (s *stack) restartExporter(t *testing.T, name string) {
+	t.Helper()
+	for i := range s.nodes {
+		if s.nodes[i].name == name {
+			s.nodes[i].proc.stop()
+			s.startExporter(t, &s.nodes[i])
+			return
+		}
+	}
+	t.Fatalf("no node %s", name)
+}
+
+// podLabelRelabel gives the series of the nodes with podLabels the labels
+// the pod informer adds (pod_uid, label_<key>), derived from each
+// holder's pod, so that a shared GPU's holders differ in them as they do
+// on a cluster with --kubernetes.pod-uid and --kubernetes.pod-labels (the
+// informer itself needs an API server, which this stack does not run).
+func podLabelRelabel(nodes []node) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		if !n.podLabels {
+			continue
+		}
+		for _, l := range [][2]string{{"pod_uid", "uid-$1"}, {"label_team", "team-$1"}} {
+			fmt.Fprintf(&b, `      - source_labels: [node, pod]
+        regex: '%s;(.+)'
+        target_label: %s
+        replacement: '%s'
+`, n.name, l[0], l[1])
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "    metric_relabel_configs:\n" + b.String()
 }
 
 func (s *stack) dumpLogs(t *testing.T) {
@@ -321,6 +376,7 @@ scrape_configs:
 `, n.addr, n.name, i)
 	}
 	b.WriteString("    relabel_configs:\n" + relabel)
+	b.WriteString(podLabelRelabel(nodes))
 	b.WriteString(`  - job_name: kube-state-metrics
     honor_labels: true
     static_configs:
