@@ -88,6 +88,7 @@ const (
 	famNVLinkUp
 	famNVSwitchInfo
 	famNVLinkPeer
+	famDRAClaim
 	numFamilies
 )
 
@@ -98,6 +99,7 @@ func declaredFamilies() [numFamilies]Family {
 	declarePrometheusFamilies(&d)
 	declareDCGMFamilies(&d)
 	declareFabricFamilies(&d)
+	declareDRAFamilies(&d)
 	return d
 }
 
