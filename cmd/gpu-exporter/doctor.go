@@ -75,6 +75,7 @@ func (a *app) doctorConfig() doctor.Config {
 			Enabled: o.kubernetes.Enabled, Socket: o.kubernetes.Socket,
 			ResourceNames: k.ResourceNames, IDType: k.IDType, CallTimeout: k.CallTimeout,
 		},
+		DRA:       doctor.DRA{Mode: o.dra.Mode},
 		Settle:    2 * o.collect.Interval,
 		PodLabels: o.podLabels.Enabled(),
 		NodeName:  o.nodeName,
