@@ -75,10 +75,9 @@ func (a *app) doctorConfig() doctor.Config {
 			Enabled: o.kubernetes.Enabled, Socket: o.kubernetes.Socket,
 			ResourceNames: k.ResourceNames, IDType: k.IDType, CallTimeout: k.CallTimeout,
 		},
-		DRA:       doctor.DRA{Mode: o.dra.Mode},
 		Settle:    2 * o.collect.Interval,
 		PodLabels: o.podLabels.Enabled(),
-		NodeName:  o.nodeName,
+		NodeName:  o.nodeName, DRA: doctor.DRA{Mode: o.dra.Mode},
 		Processes: doctor.Processes{
 			Mode: o.processes.Mode, Naming: o.naming.Name, Runs: exposition.ExportsProcesses(o.naming.Naming),
 			Sampling: func() *doctor.ProcessSampling {

@@ -27,7 +27,7 @@ func grant(t *testing.T, srv *kubeapi.Server, ns string, verbs ...string) string
 		}
 		srv.Apply(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 			"metadata": map[string]any{"name": ns + "-slices"},
-			"rules": []any{map[string]any{"apiGroups": []any{"resource.k8s.io"}, "resources": []any{"resourceslices"}, "verbs": vs}}})
+			"rules":    []any{map[string]any{"apiGroups": []any{"resource.k8s.io"}, "resources": []any{"resourceslices"}, "verbs": vs}}})
 		srv.Apply(t, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
 			"metadata": map[string]any{"name": ns + "-slices"},
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns + "-slices"},
