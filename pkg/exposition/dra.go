@@ -1,6 +1,8 @@
 package exposition
 
 import (
+	"strconv"
+
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -18,16 +20,18 @@ type DRAClaim struct {
 	MIGProfile, MIGUUID string
 }
 
-// Labels of gpu_dra_claim_info besides the entity's and the holder's. The
-// device of the claim is claim_device: the entity's own device label is
-// its nvidiaN name.
+// Labels of gpu_dra_claim_info besides the entity's uuid (and
+// gpu_instance) and the holder's namespace, pod and container. The device
+// of the claim is claim_device: the entity's own device label is its
+// nvidiaN name. There is no claim namespace: a pod uses only claims of its
+// own namespace (a ResourceClaim is namespaced and PodResourceClaim names
+// one of the pod's namespace), so it is the namespace label.
 const (
-	draClaimNamespaceLabel = "claim_namespace"
-	draClaimNameLabel      = "claim_name"
-	draClaimDriverLabel    = "claim_driver"
-	draClaimPoolLabel      = "claim_pool"
-	draClaimDeviceLabel    = "claim_device"
-	draClaimShareLabel     = "claim_share_id"
+	draClaimNameLabel   = "claim_name"
+	draClaimDriverLabel = "claim_driver"
+	draClaimPoolLabel   = "claim_pool"
+	draClaimDeviceLabel = "claim_device"
+	draClaimShareLabel  = "claim_share_id"
 )
 
 // declareDRAFamilies declares the family Prometheus naming states DRA
@@ -36,12 +40,12 @@ const (
 func declareDRAFamilies(d *[numFamilies]Family) {
 	d[famDRAClaim] = Family{
 		Name: "gpu_dra_claim_info", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help: "A device of a DRA ResourceClaim through which a container holds the GPU or MIG instance: the claim, and the device as the kubelet names it " +
-			"(driver, pool, device; claim_share_id for a device allocated with consumable capacity). Always 1. " +
-			"The series' other labels are those of gpu_pod_allocation_info, so the two join on them.",
-		Labels: []string{EntityLabels, HolderLabels, draClaimNamespaceLabel, draClaimNameLabel, draClaimDriverLabel,
+		Help: "A device of a DRA ResourceClaim through which a container holds the GPU (uuid) or MIG instance (uuid, gpu_instance): the claim (of the pod's namespace), " +
+			"and the device as the kubelet names it (driver, pool, device; claim_share_id for a device allocated with consumable capacity). Always 1. " +
+			"Join it to GPU series on uuid, gpu_instance, namespace, pod and container.",
+		Labels: []string{"uuid", "gpu_instance", "namespace", "pod", "container", draClaimNameLabel, draClaimDriverLabel,
 			draClaimPoolLabel, draClaimDeviceLabel, draClaimShareLabel},
-		Optional: []string{draClaimShareLabel},
+		Optional: []string{"gpu_instance", draClaimShareLabel},
 	}
 }
 
@@ -79,25 +83,31 @@ func appendDCGMDRA(b []byte, c *DRAClaim) []byte {
 // MIG instance through a DRA claim.
 func (p *pageWriter) renderDRAClaims(in Input) {
 	fam := p.family(famDRAClaim)
-	for i, t := range in.Holdings {
+	var b []byte
+	for _, t := range in.Holdings {
 		h := t.Holder
 		if h == nil || h.DRA.Name == "" {
 			continue
 		}
-		if k := in.Sample.Inventory.Entities[t.Entity].Kind; k != source.GPU && k != source.GPUInstance {
+		e := &in.Sample.Inventory.Entities[t.Entity]
+		if e.Kind != source.GPU && e.Kind != source.GPUInstance {
 			continue
 		}
-		l := p.owner.labels[i].b
 		c := &h.DRA
-		p.extra = appendLabel(p.extra[:0], len(l) == 0, draClaimNamespaceLabel, c.Namespace)
-		p.extra = appendLabel(p.extra, false, draClaimNameLabel, c.Name)
-		p.extra = appendLabel(p.extra, false, draClaimDriverLabel, c.Driver)
-		p.extra = appendLabel(p.extra, false, draClaimPoolLabel, c.Pool)
-		p.extra = appendLabel(p.extra, false, draClaimDeviceLabel, c.Device)
-		if c.ShareID != "" {
-			p.extra = appendLabel(p.extra, false, draClaimShareLabel, c.ShareID)
+		b = appendLabel(b[:0], true, "uuid", e.UUID)
+		if e.Kind == source.GPUInstance {
+			b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
 		}
-		p.value = appendFloat(p.value[:0], 1)
-		p.series(&fam, l, len(l), p.extra, p.value)
+		b = appendLabel(b, false, "namespace", h.Namespace)
+		b = appendLabel(b, false, "pod", h.Pod)
+		b = appendLabel(b, false, "container", h.Container)
+		b = appendLabel(b, false, draClaimNameLabel, c.Name)
+		b = appendLabel(b, false, draClaimDriverLabel, c.Driver)
+		b = appendLabel(b, false, draClaimPoolLabel, c.Pool)
+		b = appendLabel(b, false, draClaimDeviceLabel, c.Device)
+		if c.ShareID != "" {
+			b = appendLabel(b, false, draClaimShareLabel, c.ShareID)
+		}
+		p.line(&fam, b, "", "", 1)
 	}
 }

@@ -39,9 +39,9 @@ func TestDRAClaimLabels(t *testing.T) {
 		t.Errorf("prometheus naming wrote a dra_ label:\n%s", prom.Text)
 	}
 	checkTails(t, "prometheus", series(t, prom, "gpu_dra_claim_info{"), []string{
-		`pod="a",container="main",claim_namespace="ml",claim_name="gpu",claim_driver="gpu.nvidia.com",claim_pool="node-a",claim_device="gpu-0"} 1`,
-		`pod="b",container="main",claim_namespace="ml",claim_name="mig",claim_driver="gpu.nvidia.com",claim_pool="node-a",claim_device="gpu-0-mig-1g10gb-me-20-0"} 1`,
-		`pod="c",container="main",claim_namespace="ml",claim_name="shared",claim_driver="gpu.nvidia.com",claim_pool="node-a",claim_device="gpu-0",claim_share_id="2f0b6a83"} 1`,
+		`namespace="ml",pod="a",container="main",claim_name="gpu",claim_driver="gpu.nvidia.com",claim_pool="node-a",claim_device="gpu-0"} 1`,
+		`namespace="ml",pod="b",container="main",claim_name="mig",claim_driver="gpu.nvidia.com",claim_pool="node-a",claim_device="gpu-0-mig-1g10gb-me-20-0"} 1`,
+		`namespace="ml",pod="c",container="main",claim_name="shared",claim_driver="gpu.nvidia.com",claim_pool="node-a",claim_device="gpu-0",claim_share_id="2f0b6a83"} 1`,
 	})
 }
 
