@@ -25,7 +25,7 @@ type DRA struct {
 }
 
 // draFix is the RBAC the exporter needs for DRA attribution.
-const draFix = "grant the exporter's service account get, list and watch on resourceslices.resource.k8s.io (the chart does with dra.enabled=true, or auto where the cluster serves resource.k8s.io)"
+const draFix = "grant the exporter's service account get, list and watch on resourceslices.resource.k8s.io (the chart does with kubernetes.dra=true, or auto where the cluster serves resource.k8s.io)"
 
 // checkDRA looks at the node's ResourceSlices once as the exporter would:
 // the API group served, the RBAC verbs, and the drivers that publish for
