@@ -68,7 +68,7 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	if err != nil {
 		return nil, err
 	}
-	dra, stopDRA, err := podresources.OpenDRA(o.dra, o.nodeName, o.kubernetes.Enabled != "false", logger)
+	dra, stopDRA, err := podresources.OpenDRA(o.dra, o.nodeName, o.kubernetes.Enabled != "false", logger, a.reg)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (a *app) doctorConfig() doctor.Config {
 		},
 		Settle:    2 * o.collect.Interval,
 		PodLabels: o.podLabels.Enabled(),
-		NodeName:  o.nodeName,
+		NodeName:  o.nodeName, DRA: doctor.DRA{Mode: o.dra.Mode},
 		Processes: doctor.Processes{
 			Mode: o.processes.Mode, Naming: o.naming.Name, Runs: exposition.ExportsProcesses(o.naming.Naming),
 			Sampling: func() *doctor.ProcessSampling {

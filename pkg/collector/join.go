@@ -144,6 +144,10 @@ func holdersThrough(table *podresources.Table, hs []podresources.Holder, views [
 // holder converts a kubelet holder, adding what the pod informer knows.
 func (j *join) holder(h podresources.Holder) *exposition.Holder {
 	out := &exposition.Holder{Namespace: h.Namespace, Pod: h.Pod, Container: h.Container, VGPU: h.VGPU}
+	if c := h.DRA; c.Name != "" {
+		out.DRA = exposition.DRAClaim{Namespace: c.Namespace, Name: c.Name, Driver: c.Driver, Pool: c.Pool,
+			Device: c.Device, ShareID: c.ShareID, MIGProfile: c.MIGProfile, MIGUUID: c.MIGUUID}
+	}
 	if j.podInfo == nil {
 		return out
 	}

@@ -176,6 +176,8 @@ type Config struct {
 
 	// Kubernetes is the pod attribution configuration.
 	Kubernetes Kubernetes
+	// DRA is the DRA attribution configuration.
+	DRA DRA
 	// PodLabels says --kubernetes.pod-labels or --kubernetes.pod-uid is set.
 	PodLabels bool
 	// NodeName is $NODE_NAME.
@@ -232,7 +234,7 @@ func Run(ctx context.Context, cfg Config) *Report {
 	if socket == "" {
 		socket = cfg.Kubernetes.Socket
 	}
-	r.Results = append(r.Results, checkKubelet(ctx, cfg, socket, inv))
+	r.Results = append(r.Results, checkKubelet(ctx, cfg, socket, inv), checkDRA(ctx, cfg))
 	if cfg.PodLabels {
 		r.Results = append(r.Results, checkPodLabels(cfg))
 	}

@@ -27,6 +27,7 @@ var reasonText = map[string]string{
 	podresources.UnmatchedMalformed:       "did not parse as a device id (check --kubernetes.gpu-id-type)",
 	podresources.UnmatchedUnsupportedForm: "a form that names no GPU the exporter can match (MIG device index N:M, DRA MIG or VFIO names)",
 	podresources.UnmatchedUnknownGPU:      "a GPU or MIG instance the source does not report (another GPU source, --collect.gpus, or a MIG layout that changed)",
+	podresources.UnmatchedNoResourceSlice: "a DRA device only the node's ResourceSlices name, and none does (see the dra check)",
 }
 
 // checkKubelet asks the kubelet once for List and GetAllocatableResources

@@ -92,6 +92,7 @@ const (
 	famNVLinkUp
 	famNVSwitchInfo
 	famNVLinkPeer
+	famDRAClaim
 	numFamilies
 )
 
@@ -102,6 +103,7 @@ func declaredFamilies() [numFamilies]Family {
 	declarePrometheusFamilies(&d)
 	declareDCGMFamilies(&d)
 	declareFabricFamilies(&d)
+	declareDRAFamilies(&d)
 	return d
 }
 

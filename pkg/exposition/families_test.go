@@ -40,10 +40,13 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 	s.XIDs = []source.XIDEvent{{Entity: 1, XID: 79}}
 	holder := &Holder{Namespace: "ml", Pod: "train", Container: "main", PodUID: "uid-1", Labels: []Label{{Name: "label_team", Value: "a"}}}
 	return Input{
-		Sample:   s,
-		Holdings: []Holding{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}}, {Entity: 3, Holder: holder}, {Entity: 4}, {Entity: 5}},
-		Lost:     []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
-		Health:   []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
+		Sample: s,
+		Holdings: []Holding{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}},
+			{Entity: 2, Holder: &Holder{Namespace: "ml", Pod: "infer", Container: "main", DRA: DRAClaim{Namespace: "ml", Name: "mig",
+				Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-0-mig-3g40gb-9-4", ShareID: "s1", MIGProfile: "3g.40gb", MIGUUID: "MIG-x"}}},
+			{Entity: 3, Holder: holder}, {Entity: 4}, {Entity: 5}},
+		Lost:   []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
+		Health: []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
 		Containers: []ContainerUsage{
 			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true, EnergyJoules: 12.5, EnergyKnown: true},
 			{Entity: 2, PodUID: "uid-2", ContainerID: "c0ffee", Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},

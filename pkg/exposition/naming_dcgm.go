@@ -209,6 +209,7 @@ func dcgmLabeler(o DCGMOptions) func(s *source.Sample, t Holding, labelCols []in
 			// Sorted by name: container(_name) sorts before err_code and
 			// err_msg, the rest after them.
 			b = appendLabel(b, false, container, h.Container)
+			b = appendDCGMDRA(b, &h.DRA) // dra_* sort between container and err_code
 			l.attr = len(b)
 			if o.OldNamespace {
 				b = appendLabel(b, false, pod, h.Pod)

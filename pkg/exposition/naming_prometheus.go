@@ -168,6 +168,7 @@ func (*prometheusScheme) render(p *pageWriter, in Input) {
 	p.renderFabric(in)
 	p.renderFields(in)
 	p.renderAllocations(in)
+	p.renderDRAClaims(in)
 	p.renderXIDs(in)
 	p.renderHealth(in)
 	p.renderContainers(in)

@@ -195,6 +195,10 @@ type Holder struct {
 	// hpc_job and, when the mapping file says them, hpc_user and
 	// hpc_partition, instead of the pod labels.
 	HPCJob, HPCUser, HPCPartition string
+	// DRA is the DRA claim the container holds the entity through, the
+	// zero DRAClaim for a device-plugin allocation: Prometheus naming
+	// states it in gpu_dra_claim_info, dcgm naming in dra_* labels.
+	DRA DRAClaim
 }
 
 // Label is one extra label of a holder.

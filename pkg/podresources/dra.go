@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gpu-exporter/gpu-exporter/pkg/resourceslices"
 )
 
@@ -62,13 +64,19 @@ func isMIGUUID(s string) bool { return len(s) == 40 && s[:4] == "MIG-" && isUUID
 
 // OpenDRA opens the node's ResourceSlices (resourceslices.Open) as the
 // client's DRA lookup, nil when DRA attribution is off, with the function
-// that stops the informer and waits for it, for the exporter's close.
-func OpenDRA(o resourceslices.Options, node string, attributed bool, logger *slog.Logger) (DRADevices, func(), error) {
+// that stops the informer and waits for it, for the exporter's close. The
+// informer's self-metrics are registered on reg.
+func OpenDRA(o resourceslices.Options, node string, attributed bool, logger *slog.Logger, reg prometheus.Registerer) (DRADevices, func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := resourceslices.Open(ctx, o, node, attributed, logger)
 	if err != nil || s == nil {
 		cancel()
 		return nil, func() {}, err
 	}
-	return s, func() { cancel(); s.Wait() }, nil
+	stop := func() { cancel(); s.Wait() }
+	if err := s.Register(reg); err != nil {
+		stop()
+		return nil, func() {}, err
+	}
+	return s, stop, nil
 }

@@ -94,6 +94,17 @@ func TestTableDRA(t *testing.T) {
 		t.Errorf("unknown claim %+v resolved", c)
 	}
 
+	if got := tab.Holders(&inv.Entities[2]); len(got) != 1 || got[0].DRA != (DRAClaim{Namespace: "a", Name: "mig",
+		Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-0-mig-1g5gb-19-0", MIGProfile: "1g.5gb", MIGUUID: draMIG}) {
+		t.Errorf("static MIG holder's claim %+v", got)
+	}
+	if got := tab.Holders(&inv.Entities[3]); len(got) != 1 || got[0].DRA.MIGProfile != "1g.5gb+me" || got[0].DRA.MIGUUID != "" {
+		t.Errorf("dynamic MIG holder's claim %+v, want profile 1g.5gb+me and no MIG uuid", got)
+	}
+	if got := tab.Holders(&inv.Entities[0]); len(got) != 2 || got[1].DRA.ShareID != share || got[0].DRA.MIGProfile != "" {
+		t.Errorf("whole GPU holders' claims %+v", got)
+	}
+
 	// Without the slices (no API access): the whole GPU still resolves,
 	// by minor number; every MIG device is no_resourceslice.
 	tab = NewTableDRA(resp, DefaultResourceNames(), IDTypeAuto, nil)
@@ -102,6 +113,48 @@ func TestTableDRA(t *testing.T) {
 	}
 	if got := tab.UnmatchedCounts(inv); got != (UnmatchedCounts{NoResourceSlice: 3}) {
 		t.Errorf("without slices unmatched %+v, want 3 no_resourceslice", got)
+	}
+}
+
+// A ResourceSlice change that alters what a claim's device is, with the
+// kubelet's answer unchanged, makes a different table, so that the client
+// publishes it.
+func TestTableDRAEqualSeesSliceChanges(t *testing.T) {
+	t.Parallel()
+	resp := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Namespace: "a", Name: "p", Containers: []*podresourcesv1.ContainerResources{{Name: "main",
+			DynamicResources: []*podresourcesv1.DynamicResource{{ClaimName: "c", ClaimNamespace: "a",
+				ClaimResources: []*podresourcesv1.ClaimResource{
+					{DriverName: "gpu.nvidia.com", PoolName: "node-a", DeviceName: "gpu-1"},
+					{DriverName: "gpu.nvidia.com", PoolName: "node-a", DeviceName: "gpu-0-mig-1g5gb-19-0"},
+				}}}}}}}}
+	base := fakeSlices{
+		draKeyOf("gpu-1"):                {Type: "gpu", UUID: draGPU0, ProductName: "NVIDIA A100-SXM4-40GB"},
+		draKeyOf("gpu-0-mig-1g5gb-19-0"): {Type: "mig", UUID: draMIG, ParentUUID: draGPU1, Profile: "1g.5gb"},
+	}
+	changed := func(k resourceslices.Key, f func(*resourceslices.Device)) fakeSlices {
+		out := fakeSlices{}
+		for kk, d := range base {
+			if kk == k {
+				f(&d)
+			}
+			out[kk] = d
+		}
+		return out
+	}
+	same := NewTableDRA(resp, DefaultResourceNames(), IDTypeAuto, base)
+	if !same.Equal(NewTableDRA(resp, DefaultResourceNames(), IDTypeAuto, base)) {
+		t.Fatal("two tables of the same answer and slices differ")
+	}
+	for name, sl := range map[string]DRADevices{
+		"MIG uuid":     changed(draKeyOf("gpu-0-mig-1g5gb-19-0"), func(d *resourceslices.Device) { d.UUID = "" }),
+		"product name": changed(draKeyOf("gpu-1"), func(d *resourceslices.Device) { d.ProductName = "NVIDIA H100" }),
+		"slice gone":   fakeSlices{draKeyOf("gpu-1"): base[draKeyOf("gpu-1")]},
+		"no slices":    nil,
+	} {
+		if same.Equal(NewTableDRA(resp, DefaultResourceNames(), IDTypeAuto, sl)) {
+			t.Errorf("%s: the tables are Equal", name)
+		}
 	}
 }
 

@@ -36,6 +36,28 @@ type Holder struct {
 	// internal/pkg/transformation/kubernetes.go). A container holding
 	// several replicas of one device keeps the lowest.
 	VGPU string
+	// DRA is the DRA claim device through which the container holds the
+	// device; the zero DRAClaim for a device-plugin allocation.
+	DRA DRAClaim
+}
+
+// DRAClaim is the device of a DRA claim a holder holds a device through:
+// the claim (DynamicResource.claim_namespace, claim_name), the device as
+// the kubelet names it (ClaimResource.driver_name, pool_name,
+// device_name, share_id) and, for a MIG device the node's ResourceSlices
+// describe, its "profile" and "uuid" attributes (no uuid for a dynamic-MIG
+// device).
+type DRAClaim struct {
+	Namespace, Name      string
+	Driver, Pool, Device string
+	ShareID              string
+	MIGProfile, MIGUUID  string
+}
+
+func compareDRAClaims(a, b DRAClaim) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name),
+		strings.Compare(a.Driver, b.Driver), strings.Compare(a.Pool, b.Pool), strings.Compare(a.Device, b.Device),
+		strings.Compare(a.ShareID, b.ShareID), strings.Compare(a.MIGProfile, b.MIGProfile), strings.Compare(a.MIGUUID, b.MIGUUID))
 }
 
 func compareHolders(a, b Holder) int {
@@ -47,6 +69,7 @@ func compareHolders(a, b Holder) int {
 		strings.Compare(a.PodUID, b.PodUID),
 		cmp.Compare(len(a.VGPU), len(b.VGPU)), // numeric order for decimal replicas
 		strings.Compare(a.VGPU, b.VGPU),
+		compareDRAClaims(a.DRA, b.DRA),
 	)
 }
 
@@ -204,6 +227,10 @@ func (b *tableBuilder) addDRA(dyn *podresourcesv1.DynamicResource, cr *podresour
 	h.Shared = cr.ShareId != nil
 	if b.dra != nil {
 		c.Slice, c.Resolved = b.dra.Lookup(resourceslices.Key{Driver: c.Driver, Pool: c.Pool, Device: c.Device})
+	}
+	h.DRA = DRAClaim{Namespace: c.Namespace, Name: c.Name, Driver: c.Driver, Pool: c.Pool, Device: c.Device, ShareID: c.ShareID}
+	if c.Resolved && c.Slice.Type == resourceslices.TypeMIG {
+		h.DRA.MIGProfile, h.DRA.MIGUUID = c.Slice.Profile, c.Slice.UUID
 	}
 	c.Holder = h
 	b.claims = append(b.claims, c)
@@ -545,9 +572,11 @@ func entityKeys(e *source.Entity) []any {
 	return keys
 }
 
-// Equal reports whether two tables hold the same allocations.
+// Equal reports whether two tables hold the same allocations and the same
+// DRA claims, as the ResourceSlices described them: a slice change that
+// alters what a claim's device is makes the tables differ.
 func (t *Table) Equal(o *Table) bool {
-	return slices.Equal(t.allocations(), o.allocations())
+	return slices.Equal(t.allocations(), o.allocations()) && slices.Equal(t.Claims(), o.Claims())
 }
 
 func (t *Table) allocations() []entry {

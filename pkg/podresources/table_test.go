@@ -82,6 +82,11 @@ func TestTableHolders(t *testing.T) {
 	draGPU := func(name string, share *string) *podresourcesv1.ClaimResource {
 		return &podresourcesv1.ClaimResource{DriverName: "gpu.nvidia.com", PoolName: "node-a", DeviceName: name, ShareId: share}
 	}
+	draHolder := func(pod, dev, share string) Holder {
+		h := holder("ml", pod, "main", "gpu.nvidia.com", share != "")
+		h.DRA = DRAClaim{Namespace: "ml", Name: "claim", Driver: "gpu.nvidia.com", Pool: "node-a", Device: dev, ShareID: share}
+		return h
+	}
 	tests := []struct {
 		name   string
 		idType IDType
@@ -148,11 +153,11 @@ func TestTableHolders(t *testing.T) {
 			[]Holder{replica("ml", "a", "main", migRes, "0"), replica("ml", "b", "main", migRes, "1")}},
 		{"dra gpu", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", nil, []*podresourcesv1.ClaimResource{draGPU("gpu-0", nil)}}), gpu0,
-			[]Holder{holder("ml", "a", "main", "gpu.nvidia.com", false)}},
+			[]Holder{draHolder("a", "gpu-0", "")}},
 		{"dra shared gpu", IDTypeUID, listResponse(
 			ctr{"ml", "a", "main", nil, []*podresourcesv1.ClaimResource{draGPU("gpu-1", proto.String("s1"))}},
 			ctr{"ml", "b", "main", nil, []*podresourcesv1.ClaimResource{draGPU("gpu-1", proto.String("s2"))}}), gpu1,
-			[]Holder{holder("ml", "a", "main", "gpu.nvidia.com", true), holder("ml", "b", "main", "gpu.nvidia.com", true)}},
+			[]Holder{draHolder("a", "gpu-1", "s1"), draHolder("b", "gpu-1", "s2")}},
 		{"dra other driver ignored", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", nil, []*podresourcesv1.ClaimResource{{DriverName: "example.com", DeviceName: "gpu-0"}}}), gpu0, nil},
 		{"unknown resource ignored", IDTypeAuto, listResponse(

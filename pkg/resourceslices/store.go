@@ -136,7 +136,7 @@ func (s *Store) loop(ctx context.Context, synced chan struct{}) {
 			return
 		}
 		if apierrors.IsForbidden(err) {
-			s.setErr(err, "listing or watching ResourceSlices is forbidden; grant the exporter's service account get, list and watch on resourceslices.resource.k8s.io (the chart does with dra.enabled)")
+			s.setErr(err, "listing or watching ResourceSlices is forbidden; grant the exporter's service account get, list and watch on resourceslices.resource.k8s.io (the chart does with kubernetes.dra true, or auto where the cluster serves resource.k8s.io)")
 			return
 		}
 		s.setErr(err, "listing or watching ResourceSlices failed; retrying")

@@ -25,6 +25,8 @@ type Pod struct {
 type Container struct {
 	Name    string
 	Devices []Device
+	// Claims are the DRA claims it uses (DynamicResources).
+	Claims []Claim
 	// procs are the processes it runs on GPUs (processes.go).
 	procs []simProcess
 }
@@ -69,6 +71,9 @@ func (p Pod) clone() Pod {
 	c.Containers = make([]Container, len(p.Containers))
 	for i, ctr := range p.Containers {
 		c.Containers[i] = Container{Name: ctr.Name, Devices: make([]Device, len(ctr.Devices))}
+		for _, cl := range ctr.Claims {
+			c.Containers[i].Claims = append(c.Containers[i].Claims, cl.clone())
+		}
 		for j, dev := range ctr.Devices {
 			c.Containers[i].Devices[j] = Device{Resource: dev.Resource, IDs: append([]string(nil), dev.IDs...)}
 		}
@@ -147,7 +152,7 @@ func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 	}
 	seen := map[string]bool{}
 	for i, item := range items {
-		c, err := b.container(item, indexPath(cp, i))
+		c, err := b.container(item, indexPath(cp, i), pt.pod.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -190,9 +195,9 @@ func (b *builder) podWindow(o *object, pt *podTemplate) error {
 	return nil
 }
 
-func (b *builder) container(n *yaml.Node, p string) (Container, error) {
+func (b *builder) container(n *yaml.Node, p, namespace string) (Container, error) {
 	d := b.d
-	o, err := d.object(n, p, "name", "devices", "processes")
+	o, err := d.object(n, p, "name", "devices", "claims", "processes")
 	if err != nil {
 		return Container{}, err
 	}
@@ -207,6 +212,11 @@ func (b *builder) container(n *yaml.Node, p string) (Container, error) {
 	}
 	if c.Name, err = o.str("name"); err != nil {
 		return Container{}, err
+	}
+	if cn, cp := o.at("claims"); cn != nil {
+		if c.Claims, err = b.claims(cn, cp, namespace); err != nil {
+			return Container{}, err
+		}
 	}
 	dn, dp := o.at("devices")
 	if dn == nil {

@@ -318,6 +318,9 @@ func (b *builder) gpu(n *yaml.Node, p string) error {
 			in.entity.ComputeInstance = -1
 			in.entity.MIGProfile = m.profile
 			in.entity.MIGUUID = m.uuid
+			if m.placement >= 0 {
+				in.entity.MIGPlacementStart, in.entity.MIGPlacementKnown = m.placement, true
+			}
 			if in.entity.MIGUUID == "" {
 				in.entity.MIGUUID = migUUID(b.scn.name, idx, m.id)
 			}
@@ -373,6 +376,9 @@ type migDef struct {
 	memMiB  int64
 	uuid    string
 	fields  map[uint16]*template
+	// placement is the instance's placement start (placement_start), -1
+	// when the scenario does not give it.
+	placement int
 }
 
 func (b *builder) migDefs(n *yaml.Node, p string, gpuMiB int64) ([]migDef, error) {
@@ -389,7 +395,7 @@ func (b *builder) migDefs(n *yaml.Node, p string, gpuMiB int64) ([]migDef, error
 	total := int64(0)
 	for i, item := range items {
 		ip := indexPath(p, i)
-		o, err := d.object(item, ip, "profile", "gpu_instance", "memory_mib", "uuid", "fields")
+		o, err := d.object(item, ip, "profile", "gpu_instance", "memory_mib", "uuid", "placement_start", "fields")
 		if err != nil {
 			return nil, err
 		}
@@ -419,6 +425,18 @@ func (b *builder) migDefs(n *yaml.Node, p string, gpuMiB int64) ([]migDef, error
 		}
 		if v, vp := o.at("uuid"); v != nil && !strings.HasPrefix(m.uuid, "MIG-") {
 			return nil, d.errf(v, vp, "MIG UUID %q does not start with MIG-", m.uuid)
+		}
+		// placement_start: the first memory slice of the instance, as NVML's
+		// nvmlGpuInstanceInfo_t.placement.start gives it (at most 7 on
+		// today's GPUs; the bound is generous) and NVIDIA's DRA driver names
+		// MIG devices with.
+		m.placement = -1
+		if v, _ := o.at("placement_start"); v != nil {
+			start, err := o.integer("placement_start", 0, 31)
+			if err != nil {
+				return nil, err
+			}
+			m.placement = int(start)
 		}
 		if v, vp := o.at("fields"); v != nil {
 			if m.fields, err = d.fieldMap(v, vp, fields.LevelGPUInstance); err != nil {

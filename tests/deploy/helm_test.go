@@ -192,7 +192,7 @@ func checkToggles(t *testing.T, objs []object, names []string, w want) {
 		"ServiceMonitor": b2i(on("serviceMonitor")),
 		"PodMonitor":     b2i(on("podMonitor")),
 		"PrometheusRule": b2i(on("prometheusRule")),
-		"ClusterRole":    2 * b2i(on("rbacProxy")),
+		"ClusterRole":    2*b2i(on("rbacProxy")) + b2i(w.dra()),
 		"Secret":         b2i(on("webConfig")),
 	}
 	for k, n := range wantCounts {
@@ -315,6 +315,20 @@ func TestHelmVariants(t *testing.T) {
 			name:   "no attribution runs as non-root without the kubelet socket",
 			values: map[string]any{"kubernetes": map[string]any{"attribution": false}},
 			want:   want{noAttribution: true},
+		},
+		{
+			name:   "DRA attribution off: no ResourceSlice RBAC, no token",
+			values: map[string]any{"kubernetes": map[string]any{"dra": false}},
+			want:   want{noDRA: true},
+		},
+		{
+			name:   "DRA attribution required",
+			values: map[string]any{"kubernetes": map[string]any{"dra": "true"}},
+			check: func(t *testing.T, objs []object) {
+				if args := stringList(exporterContainer(t, objs), "args"); !slices.Contains(args, "--kubernetes.dra=true") {
+					t.Errorf("args %v lack --kubernetes.dra=true", args)
+				}
+			},
 		},
 		{
 			name:   "embedded profiling adds SYS_ADMIN",

@@ -20,7 +20,14 @@ type want struct {
 	podReader     bool   // pod labels or UIDs: the exporter reads pods
 	remoteDCGM    string // --dcgm.remote-address, when remote
 	hostProcesses bool   // processAccounting: hostPID and the host's /proc
+	// noDRA: no DRA attribution (kubernetes.dra=false, or auto on a cluster
+	// that serves no resource.k8s.io; `helm template` says it does).
+	noDRA bool
 }
+
+// dra reports whether the exporter reads ResourceSlices: the chart then
+// grants the dra-reader ClusterRole and mounts the token.
+func (w want) dra() bool { return !w.noAttribution && !w.noDRA }
 
 const podResourcesDir = "/var/lib/kubelet/pod-resources"
 
@@ -46,9 +53,10 @@ func checkWorkload(t *testing.T, objs []object, w want) {
 	if r := get(exp, "resources"); get(r, "requests", "cpu") == nil || get(r, "requests", "memory") == nil || get(r, "limits", "memory") == nil {
 		t.Errorf("exporter resources: want cpu and memory requests and a memory limit, got %v", r)
 	}
-	if got, wantToken := get(pod, "automountServiceAccountToken"), w.rbacProxy || w.podReader; got != wantToken {
-		t.Errorf("automountServiceAccountToken = %v, want %v (only kube-rbac-proxy and the pod informer need the API)", got, wantToken)
+	if got, wantToken := get(pod, "automountServiceAccountToken"), w.rbacProxy || w.podReader || w.dra(); got != wantToken {
+		t.Errorf("automountServiceAccountToken = %v, want %v (only kube-rbac-proxy, the pod informer and the ResourceSlice informer need the API)", got, wantToken)
 	}
+	checkDRARBAC(t, objs, exp, w)
 
 	proxy := byName(containers, "kube-rbac-proxy")
 	if (proxy != nil) != w.rbacProxy {
@@ -253,6 +261,9 @@ func checkRBACProxy(t *testing.T, objs []object, proxy map[string]any) {
 	}
 	var verbs []string
 	for _, cr := range find(objs, "ClusterRole") {
+		if strings.HasSuffix(cr.name(), "-dra-reader") {
+			continue // checkDRARBAC's
+		}
 		for _, r := range list(cr, "rules") {
 			for _, res := range stringList(r, "resources") {
 				verbs = append(verbs, res+":"+strings.Join(stringList(r, "verbs"), ","))
@@ -313,5 +324,49 @@ func checkMonitor(t *testing.T, mon object, endpointsKey string, w want) {
 	sel := get(mon, "spec", "selector", "matchLabels")
 	if get(sel, "app.kubernetes.io/name") != "gpu-exporter" {
 		t.Errorf("%s selector = %v", mon.kind(), sel)
+	}
+}
+
+// checkDRARBAC: with DRA attribution, one ClusterRole granting get, list
+// and watch on resourceslices and nothing else, bound to the exporter's
+// ServiceAccount, and --kubernetes.dra on; without, neither.
+func checkDRARBAC(t *testing.T, objs []object, exp map[string]any, w want) {
+	t.Helper()
+	var roles []object
+	for _, cr := range find(objs, "ClusterRole") {
+		if strings.HasSuffix(cr.name(), "-dra-reader") {
+			roles = append(roles, cr)
+		}
+	}
+	args := stringList(exp, "args")
+	if !w.dra() {
+		if len(roles) != 0 {
+			t.Errorf("DRA off but %d dra-reader ClusterRoles", len(roles))
+		}
+		if !w.noAttribution && !slices.Contains(args, "--kubernetes.dra=false") {
+			t.Errorf("DRA off: args %v lack --kubernetes.dra=false", args)
+		}
+		return
+	}
+	if len(roles) != 1 {
+		t.Fatalf("DRA on: %d dra-reader ClusterRoles, want 1", len(roles))
+	}
+	rules := list(roles[0], "rules")
+	if len(rules) != 1 || !reflect.DeepEqual(stringList(rules[0], "apiGroups"), []string{"resource.k8s.io"}) ||
+		!reflect.DeepEqual(stringList(rules[0], "resources"), []string{"resourceslices"}) ||
+		!reflect.DeepEqual(stringList(rules[0], "verbs"), []string{"get", "list", "watch"}) {
+		t.Errorf("dra-reader rules = %v, want exactly resource.k8s.io resourceslices get, list, watch", rules)
+	}
+	bound := false
+	for _, b := range find(objs, "ClusterRoleBinding") {
+		if get(b, "roleRef", "name") == roles[0].name() {
+			bound = true
+		}
+	}
+	if !bound {
+		t.Errorf("no ClusterRoleBinding of %s", roles[0].name())
+	}
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--kubernetes.dra=auto" || a == "--kubernetes.dra=true" }) {
+		t.Errorf("DRA on: args %v lack --kubernetes.dra=auto or true", args)
 	}
 }

@@ -20,7 +20,44 @@ var (
 	ServiceAccounts = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	Pods            = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	ResourceSlices  = schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceslices"}
+	ClusterRoles    = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	ClusterBindings = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
+	Roles           = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}
+	RoleBindings    = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
 )
+
+// byKind maps the kinds Apply creates to their resources.
+func byKind(apiVersion, kind string) (schema.GroupVersionResource, bool) {
+	for _, r := range []struct {
+		apiVersion, kind string
+		gvr              schema.GroupVersionResource
+	}{
+		{"v1", "Namespace", Namespaces}, {"v1", "ServiceAccount", ServiceAccounts}, {"v1", "Pod", Pods},
+		{"resource.k8s.io/v1", "ResourceSlice", ResourceSlices},
+		{"rbac.authorization.k8s.io/v1", "ClusterRole", ClusterRoles},
+		{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", ClusterBindings},
+		{"rbac.authorization.k8s.io/v1", "Role", Roles},
+		{"rbac.authorization.k8s.io/v1", "RoleBinding", RoleBindings},
+	} {
+		if r.apiVersion == apiVersion && r.kind == kind {
+			return r.gvr, true
+		}
+	}
+	return schema.GroupVersionResource{}, false
+}
+
+// Apply creates obj (a decoded manifest: a rendered chart's document) as
+// the administrator, its resource chosen by apiVersion and kind; a kind
+// Apply does not know fails the test.
+func (s *Server) Apply(t testing.TB, obj map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: obj}
+	gvr, ok := byKind(u.GetAPIVersion(), u.GetKind())
+	if !ok {
+		t.Fatalf("kubeapi.Apply: unknown kind %s %s", u.GetAPIVersion(), u.GetKind())
+	}
+	return s.Create(t, gvr, obj)
+}
 
 // Dynamic returns a dynamic client for cfg.
 func Dynamic(t testing.TB, cfg *rest.Config) *dynamic.DynamicClient {

@@ -12,6 +12,13 @@ func FromSim(pods []sim.Pod) []Pod {
 			for _, d := range c.Devices {
 				fc.Devices = append(fc.Devices, Device{Resource: d.Resource, IDs: d.IDs})
 			}
+			for _, cl := range c.Claims {
+				fcl := Claim{Name: cl.Name, Namespace: cl.Namespace}
+				for _, d := range cl.Devices {
+					fcl.Devices = append(fcl.Devices, ClaimDevice{Driver: d.Driver, Pool: d.Pool, Device: d.Device, ShareID: d.ShareID})
+				}
+				fc.Claims = append(fc.Claims, fcl)
+			}
 			fp.Containers = append(fp.Containers, fc)
 		}
 		out = append(out, fp)

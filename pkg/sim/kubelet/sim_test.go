@@ -35,3 +35,39 @@ func TestFromSimKeepsEveryDevice(t *testing.T) {
 		}
 	}
 }
+
+// The dra scenario's claims reach List as DynamicResources: claim, pod's
+// namespace by default, NVIDIA's driver by default, pool and device.
+func TestFromSimKeepsClaims(t *testing.T) {
+	t.Parallel()
+	scn, err := sim.LoadBuiltin("dra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range FromSim(scn.PodsAt(time.Minute)) {
+		for _, c := range p.Containers {
+			for _, cl := range c.Claims {
+				for _, d := range cl.Devices {
+					got = append(got, p.Name+" "+cl.Namespace+"/"+cl.Name+" "+d.Driver+"/"+d.Pool+"/"+d.Device)
+				}
+			}
+		}
+	}
+	want := []string{
+		"train ml/train-gpu gpu.nvidia.com/dra-node/gpu-0",
+		"infer-a ml/shared-gpu gpu.nvidia.com/dra-node/gpu-1",
+		"infer-b ml/shared-gpu gpu.nvidia.com/dra-node/gpu-1",
+		"notebook ml/notebook-mig gpu.nvidia.com/dra-node/gpu-2-mig-1g10gb-19-0",
+		"finetune ml/finetune-mig gpu.nvidia.com/dra-node/gpu-2-mig-3g40gb-9-4",
+		"video ml/video-mig gpu.nvidia.com/dra-node/gpu-2-mig-1g10gb-me-20-1",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("claims %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("claim %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}

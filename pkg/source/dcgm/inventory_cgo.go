@@ -210,6 +210,10 @@ func (s *Source) buildInventory(ctx context.Context, t topology) (*inventory, er
 		e.GPUInstance = int(gi.Info.NvmlInstanceId)
 		e.ComputeInstance = -1
 		e.MIGProfile = attrs.str(ref, fieldName)
+		// No MIGPlacementStart: DCGM's MIG hierarchy (dcgmMigEntityInfo_t:
+		// GPU UUID, NVML GPU, instance and compute instance ids, profile
+		// id, slice count) carries no placement, so dynamic-MIG DRA devices
+		// stay unattributed under the DCGM source (docs/dra.md).
 		devs := migDevices(attrs, e, gi, attrs.str(ref, fieldUUID), cis)
 		if len(devs) <= 1 {
 			// One MIG device: the instance answers to its UUID. Several:

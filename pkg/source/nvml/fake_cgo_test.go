@@ -78,10 +78,13 @@ type fakeLink struct {
 type fakeMIG struct {
 	uuid, name string
 	gi, ci     int
-	slices     uint32
-	memTotal   uint64 // bytes
-	memFree    uint64
-	memUsed    uint64
+	// placement is the GPU instance's placement start
+	// (nvmlGpuInstanceInfo_t.placement.start).
+	placement uint32
+	slices    uint32
+	memTotal  uint64 // bytes
+	memFree   uint64
+	memUsed   uint64
 }
 
 // ull is a field value of type unsigned long long.
@@ -368,6 +371,24 @@ func (n *fakeNode) device(i int) *mock.Device {
 		GetMaxMigDeviceCountFunc: func() (v int, ret nvml.Return) {
 			ret = n.with(i, "GetMaxMigDeviceCount", func(*fakeGPU) { v = 7 })
 			return v, ret
+		},
+		// nvmlDeviceGetGpuInstanceById: ERROR_NOT_FOUND for an id no GPU
+		// instance has (nvml.h).
+		GetGpuInstanceByIdFunc: func(id int) (nvml.GpuInstance, nvml.Return) {
+			var gi nvml.GpuInstance
+			ret := n.with(i, "GetGpuInstanceById", func(g *fakeGPU) {
+				for _, m := range g.migs {
+					if m.gi == id {
+						info := nvml.GpuInstanceInfo{Id: uint32(id), Placement: nvml.GpuInstancePlacement{Start: m.placement, Size: m.slices}}
+						gi = &mock.GpuInstance{GetInfoFunc: func() (nvml.GpuInstanceInfo, nvml.Return) { return info, nvml.SUCCESS }}
+						return
+					}
+				}
+			})
+			if ret == nvml.SUCCESS && gi == nil {
+				ret = nvml.ERROR_NOT_FOUND
+			}
+			return gi, ret
 		},
 		GetMigDeviceHandleByIndexFunc: func(j int) (nvml.Device, nvml.Return) {
 			var d nvml.Device

@@ -56,6 +56,10 @@ type migDevice struct {
 	// instance spans it).
 	profile, ciProfile string
 	memBytes           uint64
+	// placement is the GPU instance's placement start on its GPU, valid
+	// when placementKnown (see gpuInstancePlacement).
+	placement      int
+	placementKnown bool
 }
 
 // lostReport is a GPU whose call returned ERROR_GPU_IS_LOST during a scan;

@@ -57,10 +57,31 @@ func scanMIG(i int, uuid string, dev nvml.Device, prev []migDevice) ([]migDevice
 			}
 			continue
 		}
+		d.placement, d.placementKnown = gpuInstancePlacement(dev, d.gi)
 		devs = append(devs, d)
 	}
 	slices.SortFunc(devs, func(a, b migDevice) int { return cmp.Or(cmp.Compare(a.gi, b.gi), cmp.Compare(a.ci, b.ci)) })
 	return devs, nil
+}
+
+// gpuInstancePlacement reads where GPU instance gi starts on its GPU:
+// nvmlGpuInstanceInfo_t's placement.start, the first memory slice the
+// instance occupies, which NVIDIA's DRA driver writes as the last part of a
+// MIG device's name (ToCanonicalName, cmd/gpu-kubelet-plugin/mig.go,
+// NVIDIA/k8s-dra-driver-gpu@22407113). ok is false when NVML does not
+// say: nvmlDeviceGetGpuInstanceById is a MIG management call NVML may
+// refuse (ERROR_NO_PERMISSION without access to the GPU instance's
+// capability), and dynamic-MIG DRA devices then stay unattributed.
+func gpuInstancePlacement(dev nvml.Device, gi int) (start int, ok bool) {
+	inst, ret := dev.GetGpuInstanceById(gi)
+	if ret != nvml.SUCCESS || inst == nil {
+		return 0, false
+	}
+	info, ret := inst.GetInfo()
+	if ret != nvml.SUCCESS {
+		return 0, false
+	}
+	return int(info.Placement.Start), true
 }
 
 func readMIGDevice(md nvml.Device, uuid string) (migDevice, error) {
@@ -123,6 +144,7 @@ func instances(parent source.Entity, devs []migDevice) []migInfo {
 			e.MIGUUID = d.uuid
 		}
 		e.MIGProfile = d.profile
+		e.MIGPlacementStart, e.MIGPlacementKnown = d.placement, d.placementKnown
 		out = append(out, migInfo{entity: e, dev: d.dev})
 		k = end
 	}

@@ -81,8 +81,8 @@ func a100() *fakeGPU {
 // withMIG puts a GPU in MIG mode with a 3g.20gb and a 1g.5gb instance.
 func withMIG(g *fakeGPU) *fakeGPU {
 	g.migs = []fakeMIG{
-		{uuid: migB, name: g.name + " MIG 1g.5gb", gi: 2, ci: 0, slices: 1, memTotal: 4864 << 20, memFree: 4736 << 20, memUsed: 128 << 20},
-		{uuid: migA, name: g.name + " MIG 3g.20gb", gi: 1, ci: 0, slices: 3, memTotal: 19968 << 20, memFree: 19456 << 20, memUsed: 512 << 20},
+		{uuid: migB, name: g.name + " MIG 1g.5gb", gi: 2, ci: 0, slices: 1, placement: 0, memTotal: 4864 << 20, memFree: 4736 << 20, memUsed: 128 << 20},
+		{uuid: migA, name: g.name + " MIG 3g.20gb", gi: 1, ci: 0, slices: 3, placement: 4, memTotal: 19968 << 20, memFree: 19456 << 20, memUsed: 512 << 20},
 	}
 	g.fail["GetUtilizationRates"] = nvml.ERROR_NOT_SUPPORTED // not in MIG mode
 	return g
@@ -299,6 +299,15 @@ func TestMIG(t *testing.T) {
 	for _, tc := range cases {
 		if got := value(t, s, tc.entity, tc.field); got != tc.want {
 			t.Errorf("%s field %d = %+v, want %+v", tc.entity, tc.field, got, tc.want)
+		}
+	}
+
+	// Each GPU instance carries its placement start, which NVIDIA's DRA
+	// driver names dynamic-MIG devices by.
+	for _, e := range s.Inventory.Entities {
+		want := map[string]int{"gi:1:1": 4, "gi:1:2": 0}
+		if w, ok := want[e.Key()]; ok && (!e.MIGPlacementKnown || e.MIGPlacementStart != w) {
+			t.Errorf("%s placement %d known %v, want %d", e.Key(), e.MIGPlacementStart, e.MIGPlacementKnown, w)
 		}
 	}
 
@@ -902,5 +911,30 @@ func TestGPUWithoutPermissionLeftOut(t *testing.T) {
 	}
 	if text := logs.String(); !strings.Contains(text, `level=INFO msg="`+line+`" source=nvml gpus=[1]`) || strings.Contains(text, "nvml GPU query failed") {
 		t.Errorf("want the info line naming GPU 1 and no warning:\n%s", text)
+	}
+}
+
+// Without permission to read GPU instances (nvmlDeviceGetGpuInstanceById
+// answers ERROR_NO_PERMISSION) the instances are still listed, with their
+// placement unknown.
+func TestMIGPlacementRefused(t *testing.T) {
+	t.Parallel()
+	g := withMIG(a100())
+	g.fail["GetGpuInstanceById"] = nvml.ERROR_NO_PERMISSION
+	src, _ := open(t, newFakeNode(g), testConfig())
+	watch(t, src, "DCGM_FI_DEV_FB_USED")
+	s := read(t, src)
+	instances := 0
+	for _, e := range s.Inventory.Entities {
+		if e.Kind != source.GPUInstance {
+			continue
+		}
+		instances++
+		if e.MIGPlacementKnown {
+			t.Errorf("%s placement known (%d) though NVML refused", e.Key(), e.MIGPlacementStart)
+		}
+	}
+	if instances != 2 {
+		t.Errorf("%d GPU instances, want 2", instances)
 	}
 }

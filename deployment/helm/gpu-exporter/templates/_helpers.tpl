@@ -148,6 +148,7 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- end }}
 - --log.level={{ $v.exporter.logLevel }}
 - --log.format={{ $v.exporter.logFormat }}
+{{- include "gpu-exporter.draArg" . }}
 {{- range $v.extraArgs }}
 - {{ . | quote }}
 {{- end }}
