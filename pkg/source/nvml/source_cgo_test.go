@@ -248,6 +248,9 @@ func TestInventory(t *testing.T) {
 	gi2 := a
 	gi2.Kind, gi2.MemoryBytes, gi2.GPUInstance, gi2.ComputeInstance, gi2.MIGProfile, gi2.MIGUUID =
 		source.GPUInstance, 4864<<20, 2, 0, "1g.5gb", migB
+	// The fake's placements (nvmlGpuInstanceInfo_t.placement.start).
+	gi1.MIGPlacementStart, gi1.MIGPlacementKnown = 4, true
+	gi2.MIGPlacementStart, gi2.MIGPlacementKnown = 0, true
 	want := &source.Inventory{DriverVersion: "550.54.15", Entities: []source.Entity{h, a, gi1, gi2},
 		MIGDevices: []source.MIGDevice{
 			{GPU: 1, GPUInstance: 1, ComputeInstance: 0, Profile: "3g.20gb", UUID: migA},
