@@ -107,6 +107,9 @@ func TestEnergySplitHolderComesBack(t *testing.T) {
 	split(&e, gpuWith(true, nil), 0, true)
 	split(&e, gpuWith(true, map[string]float64{"a": 1}), 100, true)
 	d := split(&e, gpuWith(true, map[string]float64{"b": 1}), 200, true)
+	if !near(energyOf(d, "b"), 100) {
+		t.Fatalf("b = %v after its first window, want 100", energyOf(d, "b"))
+	}
 	if _, ok := e.gpus["GPU-0"].holders[Who{Namespace: "ns", Pod: "a", Container: "main"}]; ok {
 		t.Fatal("a is still counted after it left")
 	}
