@@ -40,3 +40,7 @@ const hgxBuses = "\x18\x2a\x3a\x5d\x9a\xab\xba\xdb"
 func pciBusID(gpu int) string {
 	return fmt.Sprintf("%08X:%02X:00.0", gpu/len(hgxBuses), hgxBuses[gpu%len(hgxBuses)])
 }
+
+func migCIUUID(scenario string, gpu, instance, ci int) string {
+	return derivedID("MIG-", scenario, "mig", strconv.Itoa(gpu), strconv.Itoa(instance), "ci", strconv.Itoa(ci))
+}

@@ -288,13 +288,13 @@ func (b *builder) deviceID(kind string, n *yaml.Node, p string) (string, error) 
 		}
 		return b.gpuList[g].entity.UUID, nil
 	case "mig":
-		o, err := d.object(n, p, "gpu", "gpu_instance")
+		o, err := d.object(n, p, "gpu", "gpu_instance", "compute_instance")
 		if err != nil {
 			return "", err
 		}
-		return b.instanceID(o)
+		return b.migDeviceID(o)
 	default: // "replicas"
-		o, err := d.object(n, p, "gpu", "gpu_instance", "replica")
+		o, err := d.object(n, p, "gpu", "gpu_instance", "compute_instance", "replica")
 		if err != nil {
 			return "", err
 		}
@@ -307,7 +307,7 @@ func (b *builder) deviceID(kind string, n *yaml.Node, p string) (string, error) 
 		}
 		base := ""
 		if o.has("gpu_instance") {
-			base, err = b.instanceID(o)
+			base, err = b.migDeviceID(o)
 		} else {
 			base, err = b.deviceID("gpus", o.byKey["gpu"].val, keyPath(p, "gpu"))
 		}
@@ -318,7 +318,38 @@ func (b *builder) deviceID(kind string, n *yaml.Node, p string) (string, error) 
 	}
 }
 
-// instanceID resolves {gpu, gpu_instance} to the instance's MIG UUID.
+// migDeviceID resolves {gpu, gpu_instance[, compute_instance]} to the MIG
+// device a pod is given: the compute instance's UUID when one is named, or
+// the instance's when it has one compute instance. An instance split into
+// several has no UUID of its own, so the compute instance must be named.
+func (b *builder) migDeviceID(o *object) (string, error) {
+	if _, err := b.instanceID(o); err != nil {
+		return "", err
+	}
+	g, _ := b.gpuRef(o, "gpu")
+	gi, _ := o.integer("gpu_instance", 0, maxInstanceID)
+	in := b.gpuList[g].instance(int(gi))
+	if !o.has("compute_instance") {
+		if in.entity.MIGUUID == "" {
+			v, vp := o.at("gpu_instance")
+			return "", b.d.errf(v, vp, "GPU %d instance %d is split into %d compute instances: name one with compute_instance", g, gi, len(in.devices))
+		}
+		return in.entity.MIGUUID, nil
+	}
+	ci, err := o.integer("compute_instance", 0, maxComputeInstanceID)
+	if err != nil {
+		return "", err
+	}
+	dev, ok := in.device(int(ci))
+	if !ok {
+		v, vp := o.at("compute_instance")
+		return "", b.d.errf(v, vp, "GPU %d instance %d has no compute instance %d", g, gi, ci)
+	}
+	return dev.UUID, nil
+}
+
+// instanceID resolves {gpu, gpu_instance} to the instance's MIG UUID
+// (empty for an instance split into several compute instances).
 func (b *builder) instanceID(o *object) (string, error) {
 	if err := o.require("gpu", "gpu_instance"); err != nil {
 		return "", err

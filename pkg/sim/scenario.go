@@ -48,14 +48,17 @@ type Scenario struct {
 	// entities is the full inventory (no GPU lost): GPUs by index, then MIG
 	// instances by GPU and instance id; specs holds their fields.
 	entities []source.Entity
-	specs    []map[uint16]*fieldSpec
-	pods     []podTemplate
-	jobs     []jobTemplate
-	outages  []window
-	xids     []xidFault // by time
-	lost     []lostFault
-	health   []healthFault // as written
-	timeline []segment     // by from; the inventory as GPUs are lost
+	// migDevices are the MIG devices (compute instances) of every GPU
+	// instance, by GPU, GPU instance and compute instance.
+	migDevices []source.MIGDevice
+	specs      []map[uint16]*fieldSpec
+	pods       []podTemplate
+	jobs       []jobTemplate
+	outages    []window
+	xids       []xidFault // by time
+	lost       []lostFault
+	health     []healthFault // as written
+	timeline   []segment     // by from; the inventory as GPUs are lost
 	// procs are every process, host processes first, then by pod and
 	// container (processes.go).
 	procs []procRef
@@ -197,6 +200,19 @@ type simGPU struct {
 type simInstance struct {
 	entity source.Entity
 	specs  map[uint16]*fieldSpec
+	// devices are the instance's MIG devices (compute instances), as NVML
+	// lists them: one per compute instance, each with its own UUID.
+	devices []source.MIGDevice
+}
+
+// device returns the instance's compute instance ci, if it has one.
+func (in *simInstance) device(ci int) (source.MIGDevice, bool) {
+	for _, d := range in.devices {
+		if d.ComputeInstance == ci {
+			return d, true
+		}
+	}
+	return source.MIGDevice{}, false
 }
 
 func (g *simGPU) instance(id int) *simInstance {
@@ -327,6 +343,9 @@ func (b *builder) gpu(n *yaml.Node, p string) error {
 			if err := b.claim(o, in.entity.MIGUUID, ""); err != nil {
 				return err
 			}
+			if err := b.computeInstances(o, in, idx, m); err != nil {
+				return err
+			}
 			in.specs = merge(salt+uint64(m.id)+1, m.memMiB, b.defMIG, m.fields)
 			g.instances = append(g.instances, in)
 		}
@@ -376,6 +395,10 @@ type migDef struct {
 	memMiB  int64
 	uuid    string
 	fields  map[uint16]*template
+	// cis are the instance's compute instances (compute_instances); none
+	// given is one compute instance spanning the instance, under the
+	// instance's UUID.
+	cis []ciDef
 	// placement is the instance's placement start (placement_start), -1
 	// when the scenario does not give it.
 	placement int
@@ -395,7 +418,7 @@ func (b *builder) migDefs(n *yaml.Node, p string, gpuMiB int64) ([]migDef, error
 	total := int64(0)
 	for i, item := range items {
 		ip := indexPath(p, i)
-		o, err := d.object(item, ip, "profile", "gpu_instance", "memory_mib", "uuid", "placement_start", "fields")
+		o, err := d.object(item, ip, "profile", "gpu_instance", "memory_mib", "uuid", "placement_start", "compute_instances", "fields")
 		if err != nil {
 			return nil, err
 		}
@@ -437,6 +460,11 @@ func (b *builder) migDefs(n *yaml.Node, p string, gpuMiB int64) ([]migDef, error
 				return nil, err
 			}
 			m.placement = int(start)
+		}
+		if v, vp := o.at("compute_instances"); v != nil {
+			if m.cis, err = b.ciDefs(v, vp); err != nil {
+				return nil, err
+			}
 		}
 		if v, vp := o.at("fields"); v != nil {
 			if m.fields, err = d.fieldMap(v, vp, fields.LevelGPUInstance); err != nil {
@@ -483,6 +511,7 @@ func (b *builder) finish() {
 		for _, in := range g.instances {
 			s.entities = append(s.entities, in.entity)
 			s.specs = append(s.specs, in.specs)
+			s.migDevices = append(s.migDevices, in.devices...)
 		}
 	}
 	ents, specs, down := b.fabricEntities()
@@ -515,7 +544,7 @@ func (b *builder) finish() {
 		}
 	}
 	s.lost = b.lost
-	s.timeline = buildTimeline(b.driver, s.entities, len(b.gpuList), b.lost)
+	s.timeline = buildTimeline(b.driver, s.entities, s.migDevices, len(b.gpuList), b.lost)
 }
 
 // segment is the inventory from one elapsed time until the next segment.
@@ -528,7 +557,7 @@ type segment struct {
 	gpuRow []int
 }
 
-func buildTimeline(driver string, entities []source.Entity, gpus int, lost []lostFault) []segment {
+func buildTimeline(driver string, entities []source.Entity, devices []source.MIGDevice, gpus int, lost []lostFault) []segment {
 	points := []time.Duration{0}
 	for _, l := range lost {
 		points = append(points, l.from)
@@ -557,7 +586,7 @@ func buildTimeline(driver string, entities []source.Entity, gpus int, lost []los
 		prevKey = key
 		seg, ok := byKey[key]
 		if !ok {
-			seg = newSegment(driver, entities, gpus, gone)
+			seg = newSegment(driver, entities, devices, gpus, gone)
 			byKey[key] = seg
 		}
 		seg.from = t
@@ -566,7 +595,7 @@ func buildTimeline(driver string, entities []source.Entity, gpus int, lost []los
 	return timeline
 }
 
-func newSegment(driver string, entities []source.Entity, gpus int, gone []byte) segment {
+func newSegment(driver string, entities []source.Entity, devices []source.MIGDevice, gpus int, gone []byte) segment {
 	seg := segment{inv: &source.Inventory{DriverVersion: driver}, gpuRow: make([]int, gpus)}
 	for i := range seg.gpuRow {
 		seg.gpuRow[i] = -1
@@ -581,6 +610,11 @@ func newSegment(driver string, entities []source.Entity, gpus int, gone []byte) 
 		}
 		seg.rows = append(seg.rows, i)
 		seg.inv.Entities = append(seg.inv.Entities, e)
+	}
+	for _, d := range devices {
+		if gone[d.GPU] != 1 {
+			seg.inv.MIGDevices = append(seg.inv.MIGDevices, d)
+		}
 	}
 	return seg
 }
@@ -622,4 +656,95 @@ func (s *Scenario) outageAt(t time.Duration) (window, bool) {
 		}
 	}
 	return window{}, false
+}
+
+// ciDef is one compute instance of a GPU instance (compute_instances).
+type ciDef struct {
+	id      int
+	profile string
+	uuid    string
+}
+
+// maxComputeInstanceID bounds compute_instances[].id: a GPU instance has at
+// most 7 compute instances (one per compute slice; NVML's
+// NVML_COMPUTE_INSTANCE_PROFILE_* go up to 8 slices).
+const maxComputeInstanceID = 7
+
+// ciDefs reads a GPU instance's compute_instances: each an id, the MIG
+// device's profile as NVML names it without "MIG " ("1c.3g.71gb"), and an
+// optional uuid.
+func (b *builder) ciDefs(n *yaml.Node, p string) ([]ciDef, error) {
+	d := b.d
+	items, err := d.list(n, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, d.errf(resolve(n), p, "a GPU instance has at least one compute instance (leave compute_instances out for one spanning it)")
+	}
+	var out []ciDef
+	seen := map[int]int{}
+	for i, item := range items {
+		ip := indexPath(p, i)
+		o, err := d.object(item, ip, "id", "profile", "uuid")
+		if err != nil {
+			return nil, err
+		}
+		if err := o.require("id", "profile"); err != nil {
+			return nil, err
+		}
+		var c ciDef
+		id, err := o.integer("id", 0, maxComputeInstanceID)
+		if err != nil {
+			return nil, err
+		}
+		c.id = int(id)
+		if prev, dup := seen[c.id]; dup {
+			v, vp := o.at("id")
+			return nil, d.errf(v, vp, "compute instance %d is also %s", c.id, indexPath(p, prev))
+		}
+		seen[c.id] = i
+		if c.profile, err = o.str("profile"); err != nil {
+			return nil, err
+		}
+		if c.uuid, err = o.str("uuid"); err != nil {
+			return nil, err
+		}
+		if v, vp := o.at("uuid"); v != nil && !strings.HasPrefix(c.uuid, "MIG-") {
+			return nil, d.errf(v, vp, "MIG UUID %q does not start with MIG-", c.uuid)
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}
+
+// computeInstances lays out the MIG devices of instance in: NVML lists one
+// per compute instance, each with its own UUID (nvidia-smi -L prints
+// "MIG 1c.3g.71gb Device 0: (UUID: MIG-…)"), and the device plugin hands
+// those UUIDs to pods. A GPU instance split into several compute instances
+// has no UUID of its own (source.Entity.MIGUUID empty, as the NVML and
+// DCGM sources report it); one with a single compute instance is known by
+// that device's UUID.
+func (b *builder) computeInstances(o *object, in *simInstance, gpu int, m migDef) error {
+	if len(m.cis) == 0 {
+		in.devices = []source.MIGDevice{{GPU: gpu, GPUInstance: m.id, ComputeInstance: 0, Profile: m.profile, UUID: in.entity.MIGUUID}}
+		return nil
+	}
+	for _, c := range m.cis {
+		uuid := c.uuid
+		if uuid == "" {
+			uuid = migCIUUID(b.scn.name, gpu, m.id, c.id)
+		}
+		if len(m.cis) == 1 {
+			uuid = in.entity.MIGUUID
+		} else if err := b.claim(o, uuid, ""); err != nil {
+			return err
+		}
+		in.devices = append(in.devices, source.MIGDevice{GPU: gpu, GPUInstance: m.id, ComputeInstance: c.id, Profile: c.profile, UUID: uuid})
+	}
+	if len(m.cis) > 1 {
+		in.entity.MIGUUID = ""
+	}
+	return nil
 }
