@@ -30,68 +30,76 @@ const (
 // orphanReasons are the label values, by reason.
 var orphanReasons = [NumOrphanReasons]string{"pod_gone", "host"}
 
-// declareAccountingFamilies declares the energy and orphan families of
-// Prometheus naming (none in dcgm naming, which has no per-container
-// families: containers.go).
-func declareAccountingFamilies(d *[numFamilies]Family, usage, optional []string) {
-	d[famContainerEnergy] = Family{
+// The energy and orphan families of Prometheus naming (none in dcgm
+// naming, which has no per-container families: containers.go).
+var (
+	// containerEnergyFamily is gpu_container_energy_joules_total:
+	// Input.Containers.
+	containerEnergyFamily = Family{
 		Name: "gpu_container_energy_joules_total", Type: fields.Counter, Naming: NamingPrometheus,
 		Help:   "The container's share of the GPU's energy (gpu_energy_joules_total), split between the GPU's containers by their SM share over each collection interval; the energy of the time no process was on the SMs is in gpu_idle_energy_joules_total. Starts at 0 when the container first has processes on the GPU. Whole GPUs with per-process utilization only (not MIG). pod=\"\" container=\"\" is the host's processes.",
-		Labels: usage, Optional: optional,
+		Labels: usageLabelNames, Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.usageLabels(in) {
+				if u := &in.Containers[i]; u.EnergyKnown {
+					p.line(&f, l, "", "", u.EnergyJoules)
+				}
+			}
+		},
 	}
-	d[famIdleEnergy] = Family{
+	// idleEnergyFamily is gpu_idle_energy_joules_total: Input.Accounting.
+	idleEnergyFamily = Family{
 		Name: "gpu_idle_energy_joules_total", Type: fields.Counter, Naming: NamingPrometheus,
 		Help:   "The GPU's energy (gpu_energy_joules_total) spent while no process was on its SMs, charged to no container; with gpu_container_energy_joules_total it adds up to the GPU's energy since the split started.",
 		Labels: []string{EntityLabels},
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.deviceLabels(in) {
+				if a := &in.Accounting[i]; a.EnergyKnown {
+					p.line(&f, l, "", "", a.IdleEnergyJoules)
+				}
+			}
+		},
 	}
-	d[famOrphanProcesses] = Family{
+	// orphanProcessesFamily is gpu_orphan_processes: Input.Accounting.
+	orphanProcessesFamily = Family{
 		Name: "gpu_orphan_processes", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "GPU processes that belong to no running pod, by reason: pod_gone (in the cgroup of a pod the Kubernetes API no longer knows), host (a compute process outside every pod; display servers are not counted). Only with the pod informer.",
 		Labels: []string{EntityLabels, "reason"},
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.deviceLabels(in) {
+				if a := &in.Accounting[i]; a.OrphansKnown {
+					for r, reason := range orphanReasons {
+						p.line(&f, l, "reason", reason, a.Orphans[r])
+					}
+				}
+			}
+		},
 	}
-	d[famOrphanMemory] = Family{
+	// orphanMemoryFamily is gpu_orphan_memory_used_bytes: Input.Accounting.
+	orphanMemoryFamily = Family{
 		Name: "gpu_orphan_memory_used_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "Device memory held by the GPU's orphan processes (see gpu_orphan_processes), by reason.",
 		Labels: []string{EntityLabels, "reason"},
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.deviceLabels(in) {
+				if a := &in.Accounting[i]; a.OrphansKnown {
+					for r, reason := range orphanReasons {
+						p.line(&f, l, "reason", reason, a.OrphanMemoryBytes[r])
+					}
+				}
+			}
+		},
 	}
-}
+)
 
-// renderAccounting writes the energy and orphan families; labels are the
-// container rows' label sets (renderContainers).
-func (p *pageWriter) renderAccounting(in Input, labels [][]byte) {
-	energy := p.family(famContainerEnergy)
-	for i, u := range in.Containers {
-		if u.EnergyKnown {
-			p.line(&energy, labels[i], "", "", u.EnergyJoules)
+// deviceLabels returns the entity labels of in.Accounting, built once per
+// page for the families of device rows.
+func (p *pageWriter) deviceLabels(in Input) [][]byte {
+	if p.devices == nil && len(in.Accounting) > 0 {
+		p.devices = make([][]byte, len(in.Accounting))
+		for i := range in.Accounting {
+			p.devices[i] = entityLabels(nil, &in.Sample.Inventory.Entities[in.Accounting[i].Entity], nil)
 		}
 	}
-	if len(in.Accounting) == 0 {
-		return
-	}
-	dev := make([][]byte, len(in.Accounting))
-	for i := range in.Accounting {
-		dev[i] = entityLabels(nil, &in.Sample.Inventory.Entities[in.Accounting[i].Entity], nil)
-	}
-	idle := p.family(famIdleEnergy)
-	for i, a := range in.Accounting {
-		if a.EnergyKnown {
-			p.line(&idle, dev[i], "", "", a.IdleEnergyJoules)
-		}
-	}
-	count := p.family(famOrphanProcesses)
-	for i, a := range in.Accounting {
-		if a.OrphansKnown {
-			for r, reason := range orphanReasons {
-				p.line(&count, dev[i], "reason", reason, a.Orphans[r])
-			}
-		}
-	}
-	mem := p.family(famOrphanMemory)
-	for i, a := range in.Accounting {
-		if a.OrphansKnown {
-			for r, reason := range orphanReasons {
-				p.line(&mem, dev[i], "reason", reason, a.OrphanMemoryBytes[r])
-			}
-		}
-	}
+	return p.devices
 }

@@ -35,88 +35,111 @@ type ContainerUsage struct {
 	EnergyKnown  bool
 }
 
-// declareContainerFamilies declares the process accounting families of
-// Prometheus naming. dcgm-exporter has no per-process or per-container
-// usage families (its maintainers, NVIDIA/dcgm-exporter issues 109 and 94:
-// per-PID stats are not a feature), so dcgm naming exports none.
-func declareContainerFamilies(d *[numFamilies]Family) {
-	usage := []string{EntityLabels, "namespace", "pod", "container", "pod_uid", "container_id"}
-	optional := []string{"pod_uid", "container_id"}
-	perProcess := append(append([]string(nil), usage...), "pid")
-	d[famContainerUtilization] = Family{
+// The process accounting families of Prometheus naming. dcgm-exporter
+// has no per-process or per-container usage families (its maintainers,
+// NVIDIA/dcgm-exporter issues 109 and 94: per-PID stats are not a
+// feature), so dcgm naming exports none.
+var (
+	usageLabelNames        = []string{EntityLabels, "namespace", "pod", "container", "pod_uid", "container_id"}
+	usageOptional          = []string{"pod_uid", "container_id"}
+	processUsageLabelNames = append(append([]string(nil), usageLabelNames...), "pid")
+
+	// containerUtilizationFamily is gpu_container_utilization_ratio:
+	// Input.Containers.
+	containerUtilizationFamily = Family{
 		Name: "gpu_container_utilization_ratio", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "Share of the GPU's SM time used by the container's processes since the previous collection (per-process accounting, 0-1); on a shared GPU the containers' values add up to the GPU's utilization over the same time, not to gpu_utilization_ratio's last sample period. pod=\"\" container=\"\" is the host's processes.",
-		Labels: usage, Optional: optional,
+		Labels: usageLabelNames, Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.usageLabels(in) {
+				if u := &in.Containers[i]; u.UtilizationKnown {
+					p.line(&f, l, "", "", u.Utilization)
+				}
+			}
+		},
 	}
-	d[famContainerMemory] = Family{
+	// containerMemoryFamily is gpu_container_memory_used_bytes:
+	// Input.Containers.
+	containerMemoryFamily = Family{
 		Name: "gpu_container_memory_used_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "Device memory used by the container's processes on the GPU or MIG instance (per-process accounting). pod=\"\" container=\"\" is the host's processes.",
-		Labels: usage, Optional: optional,
+		Labels: usageLabelNames, Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.usageLabels(in) {
+				if u := &in.Containers[i]; u.MemoryKnown {
+					p.line(&f, l, "", "", u.MemoryBytes)
+				}
+			}
+		},
 	}
-	d[famContainerProcesses] = Family{
+	// containerProcessesFamily is gpu_container_processes:
+	// Input.Containers.
+	containerProcessesFamily = Family{
 		Name: "gpu_container_processes", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "Processes of the container using the GPU or MIG instance (per-process accounting). pod=\"\" container=\"\" is the host's processes.",
-		Labels: usage, Optional: optional,
+		Labels: usageLabelNames, Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.usageLabels(in) {
+				p.line(&f, l, "", "", float64(in.Containers[i].Processes))
+			}
+		},
 	}
-	d[famProcessUtilization] = Family{
+	// processUtilizationFamily is gpu_process_utilization_ratio:
+	// Input.Processes.
+	processUtilizationFamily = Family{
 		Name: "gpu_process_utilization_ratio", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "Share of the GPU's SM time used by one process since the previous collection (0-1); only with --collect.processes=process.",
-		Labels: perProcess, Optional: optional,
+		Labels: processUsageLabelNames, Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.processLabels(in) {
+				if u := &in.Processes[i]; u.UtilizationKnown {
+					p.line(&f, l, "pid", strconv.FormatUint(uint64(u.PID), 10), u.Utilization)
+				}
+			}
+		},
 	}
-	d[famProcessMemory] = Family{
+	// processMemoryFamily is gpu_process_memory_used_bytes:
+	// Input.Processes.
+	processMemoryFamily = Family{
 		Name: "gpu_process_memory_used_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
 		Help:   "Device memory used by one process; only with --collect.processes=process.",
-		Labels: perProcess, Optional: optional,
+		Labels: processUsageLabelNames, Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.processLabels(in) {
+				if u := &in.Processes[i]; u.MemoryKnown {
+					p.line(&f, l, "pid", strconv.FormatUint(uint64(u.PID), 10), u.MemoryBytes)
+				}
+			}
+		},
 	}
-	declareAccountingFamilies(d, usage, optional)
+)
+
+// usageLabels returns the label sets of in.Containers, built once per
+// page for the families of container rows.
+func (p *pageWriter) usageLabels(in Input) [][]byte {
+	if p.usage == nil && len(in.Containers) > 0 {
+		p.usage = make([][]byte, len(in.Containers))
+		for i := range in.Containers {
+			p.usage[i] = appendUsageLabels(nil, in, &in.Containers[i])
+		}
+	}
+	return p.usage
 }
 
-// renderContainers writes the process accounting families.
-func (p *pageWriter) renderContainers(in Input) {
-	if len(in.Containers) == 0 && len(in.Processes) == 0 && len(in.Accounting) == 0 {
-		return
-	}
-	labels := make([][]byte, len(in.Containers))
-	for i := range in.Containers {
-		labels[i] = usageLabels(nil, in, &in.Containers[i])
-	}
-	util := p.family(famContainerUtilization)
-	for i, u := range in.Containers {
-		if u.UtilizationKnown {
-			p.line(&util, labels[i], "", "", u.Utilization)
+// processLabels returns the label sets of in.Processes, built once per
+// page for the families of process rows.
+func (p *pageWriter) processLabels(in Input) [][]byte {
+	if p.processes == nil && len(in.Processes) > 0 {
+		p.processes = make([][]byte, len(in.Processes))
+		for i := range in.Processes {
+			p.processes[i] = appendUsageLabels(nil, in, &in.Processes[i])
 		}
 	}
-	mem := p.family(famContainerMemory)
-	for i, u := range in.Containers {
-		if u.MemoryKnown {
-			p.line(&mem, labels[i], "", "", u.MemoryBytes)
-		}
-	}
-	count := p.family(famContainerProcesses)
-	for i, u := range in.Containers {
-		p.line(&count, labels[i], "", "", float64(u.Processes))
-	}
-	plabels := make([][]byte, len(in.Processes))
-	for i := range in.Processes {
-		plabels[i] = usageLabels(nil, in, &in.Processes[i])
-	}
-	putil := p.family(famProcessUtilization)
-	for i, u := range in.Processes {
-		if u.UtilizationKnown {
-			p.line(&putil, plabels[i], "pid", strconv.FormatUint(uint64(u.PID), 10), u.Utilization)
-		}
-	}
-	pmem := p.family(famProcessMemory)
-	for i, u := range in.Processes {
-		if u.MemoryKnown {
-			p.line(&pmem, plabels[i], "pid", strconv.FormatUint(uint64(u.PID), 10), u.MemoryBytes)
-		}
-	}
-	p.renderAccounting(in, labels)
+	return p.processes
 }
 
-// usageLabels appends the entity's labels, then the container's.
-func usageLabels(b []byte, in Input, u *ContainerUsage) []byte {
+// appendUsageLabels appends the entity's labels, then the container's.
+func appendUsageLabels(b []byte, in Input, u *ContainerUsage) []byte {
 	b = entityLabels(b, &in.Sample.Inventory.Entities[u.Entity], nil)
 	b = appendLabel(b, false, "namespace", u.Namespace)
 	b = appendLabel(b, false, "pod", u.Pod)
@@ -133,11 +156,11 @@ func usageLabels(b []byte, in Input, u *ContainerUsage) []byte {
 // ExportsProcesses reports whether naming exports the process accounting
 // families, so that process accounting runs only where it shows.
 func ExportsProcesses(naming Naming) bool {
-	return declaredFamilies()[famContainerUtilization].Naming == naming
+	return containerUtilizationFamily.Naming == naming
 }
 
 // WantsProcesses reports whether the renderer's naming exports the process
 // accounting families (Input.Containers, Input.Processes).
 func (r *Renderer) WantsProcesses() bool {
-	return r.families[famContainerUtilization].Naming == r.opts.Naming
+	return containerUtilizationFamily.Naming == r.opts.Naming
 }

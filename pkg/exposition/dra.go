@@ -34,21 +34,6 @@ const (
 	draClaimShareLabel  = "claim_share_id"
 )
 
-// declareDRAFamilies declares the family Prometheus naming states DRA
-// claims with; dcgm naming puts them in labels of the series instead
-// (DCGMDRALabelNames).
-func declareDRAFamilies(d *[numFamilies]Family) {
-	d[famDRAClaim] = Family{
-		Name: "gpu_dra_claim_info", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help: "A device of a DRA ResourceClaim through which a container holds the GPU (uuid) or MIG instance (uuid, gpu_instance): the claim (of the pod's namespace), " +
-			"and the device as the kubelet names it (driver, pool, device; claim_share_id for a device allocated with consumable capacity). Always 1. " +
-			"Join it to GPU series on uuid, gpu_instance, namespace, pod and container.",
-		Labels: []string{"uuid", "gpu_instance", "namespace", "pod", "container", draClaimNameLabel, draClaimDriverLabel,
-			draClaimPoolLabel, draClaimDeviceLabel, draClaimShareLabel},
-		Optional: []string{"gpu_instance", draClaimShareLabel},
-	}
-}
-
 // DCGMDRALabelNames lists the labels dcgm naming writes on the series of
 // a container holding the entity through a DRA claim, in the order
 // written (sorted, as dcgm-exporter writes its attributes): dcgm-exporter's
@@ -79,35 +64,46 @@ func appendDCGMDRA(b []byte, c *DRAClaim) []byte {
 	return appendLabel(b, false, "dra_pool_name", c.Pool)
 }
 
-// renderDRAClaims writes gpu_dra_claim_info for every holding of a GPU or
-// MIG instance through a DRA claim.
-func (p *pageWriter) renderDRAClaims(in Input) {
-	fam := p.family(famDRAClaim)
-	var b []byte
-	for _, t := range in.Holdings {
-		h := t.Holder
-		if h == nil || h.DRA.Name == "" {
-			continue
+// draClaimFamily is gpu_dra_claim_info, with which Prometheus naming
+// states DRA claims: every holding of a GPU or MIG instance through a DRA
+// claim. Dcgm naming puts them in labels of the series instead
+// (DCGMDRALabelNames).
+var draClaimFamily = Family{
+	Name: "gpu_dra_claim_info", Type: fields.Gauge, Naming: NamingPrometheus,
+	Help: "A device of a DRA ResourceClaim through which a container holds the GPU (uuid) or MIG instance (uuid, gpu_instance): the claim (of the pod's namespace), " +
+		"and the device as the kubelet names it (driver, pool, device; claim_share_id for a device allocated with consumable capacity). Always 1. " +
+		"Join it to GPU series on uuid, gpu_instance, namespace, pod and container.",
+	Labels: []string{"uuid", "gpu_instance", "namespace", "pod", "container", draClaimNameLabel, draClaimDriverLabel,
+		draClaimPoolLabel, draClaimDeviceLabel, draClaimShareLabel},
+	Optional: []string{"gpu_instance", draClaimShareLabel},
+	render: func(p *pageWriter, in Input, f family) {
+		b := p.buf[:0]
+		for _, t := range in.Holdings {
+			h := t.Holder
+			if h == nil || h.DRA.Name == "" {
+				continue
+			}
+			e := &in.Sample.Inventory.Entities[t.Entity]
+			if e.Kind != source.GPU && e.Kind != source.GPUInstance {
+				continue
+			}
+			c := &h.DRA
+			b = appendLabel(b[:0], true, "uuid", e.UUID)
+			if e.Kind == source.GPUInstance {
+				b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
+			}
+			b = appendLabel(b, false, "namespace", h.Namespace)
+			b = appendLabel(b, false, "pod", h.Pod)
+			b = appendLabel(b, false, "container", h.Container)
+			b = appendLabel(b, false, draClaimNameLabel, c.Name)
+			b = appendLabel(b, false, draClaimDriverLabel, c.Driver)
+			b = appendLabel(b, false, draClaimPoolLabel, c.Pool)
+			b = appendLabel(b, false, draClaimDeviceLabel, c.Device)
+			if c.ShareID != "" {
+				b = appendLabel(b, false, draClaimShareLabel, c.ShareID)
+			}
+			p.line(&f, b, "", "", 1)
 		}
-		e := &in.Sample.Inventory.Entities[t.Entity]
-		if e.Kind != source.GPU && e.Kind != source.GPUInstance {
-			continue
-		}
-		c := &h.DRA
-		b = appendLabel(b[:0], true, "uuid", e.UUID)
-		if e.Kind == source.GPUInstance {
-			b = appendLabel(b, false, "gpu_instance", strconv.Itoa(e.GPUInstance))
-		}
-		b = appendLabel(b, false, "namespace", h.Namespace)
-		b = appendLabel(b, false, "pod", h.Pod)
-		b = appendLabel(b, false, "container", h.Container)
-		b = appendLabel(b, false, draClaimNameLabel, c.Name)
-		b = appendLabel(b, false, draClaimDriverLabel, c.Driver)
-		b = appendLabel(b, false, draClaimPoolLabel, c.Pool)
-		b = appendLabel(b, false, draClaimDeviceLabel, c.Device)
-		if c.ShareID != "" {
-			b = appendLabel(b, false, draClaimShareLabel, c.ShareID)
-		}
-		p.line(&fam, b, "", "", 1)
-	}
+		p.buf = b
+	},
 }

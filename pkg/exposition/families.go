@@ -3,9 +3,17 @@ package exposition
 import "github.com/gpu-exporter/gpu-exporter/pkg/fields"
 
 // Family declares one family gpu-exporter writes besides the catalog's
-// fields (which pkg/fields declares). The renderer takes each family's
-// name, type and help from here, the metrics doc lists them from here, and
-// a test fails when a rendered family is not declared or its labels differ.
+// fields (which pkg/fields declares), with the function that renders it,
+// as kube-state-metrics' family generators do: one declaration holds the
+// family's name, type, help, labels and series. The renderer takes each
+// family's header from here, the metrics doc lists them from here, and a
+// test fails when a rendered family is not declared or its labels differ.
+//
+// A family is a package variable next to the families it shares rows with
+// (naming_prometheus.go, fabric.go, dra.go, containers.go, accounting.go,
+// naming_dcgm.go, health_dcgm.go); declaredFamilies lists every one in the
+// metrics doc's order, and each scheme's render lists its naming's in page
+// order.
 type Family struct {
 	Name string
 	Type fields.Type
@@ -24,6 +32,12 @@ type Family struct {
 	// the records of its counters tests), and Help, in Markdown, says what
 	// it counts.
 	FromCounters bool
+
+	// render writes the family's series: f is its header (from Name, Help
+	// and Type), written before its first series, so that a family without
+	// series leaves no trace on the page. A FromCounters family writes the
+	// counters row's header instead.
+	render func(p *pageWriter, in Input, f family)
 }
 
 // Label groups of Family.Labels.
@@ -65,57 +79,34 @@ func HolderLabelNames() []string {
 // (--kubernetes.pod-labels: podlabels.LabelPrefix).
 const HolderLabelPrefix = "label_"
 
-// familyID indexes the declared families.
-type familyID uint8
-
-const (
-	famGPUInfo familyID = iota
-	famMIGInfo
-	famMIGDeviceInfo
-	famAllocation
-	famXIDErrors
-	famXIDLastSeen
-	famLost
-	famHealth
-	famXIDWindow
-	famClockEventsWindow
-	famGPUHealthStatus
-	famContainerUtilization
-	famContainerMemory
-	famContainerProcesses
-	famProcessUtilization
-	famProcessMemory
-	famContainerEnergy
-	famIdleEnergy
-	famOrphanProcesses
-	famOrphanMemory
-	famNVLinkUp
-	famNVSwitchInfo
-	famNVLinkPeer
-	famDRAClaim
-	numFamilies
-)
-
-// declaredFamilies returns every family the renderer adds, by familyID;
-// each naming declares its own.
-func declaredFamilies() [numFamilies]Family {
-	var d [numFamilies]Family
-	declarePrometheusFamilies(&d)
-	declareDCGMFamilies(&d)
-	declareFabricFamilies(&d)
-	declareDRAFamilies(&d)
-	return d
+// declaredFamilies returns every family the renderer adds, both namings,
+// in the metrics doc's order.
+func declaredFamilies() []*Family {
+	return []*Family{
+		&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily, &allocationFamily,
+		&xidErrorsFamily, &xidLastSeenFamily, &lostFamily, &healthFamily,
+		&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily,
+		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,
+		&processUtilizationFamily, &processMemoryFamily,
+		&containerEnergyFamily, &idleEnergyFamily, &orphanProcessesFamily, &orphanMemoryFamily,
+		&nvlinkUpFamily, &nvswitchInfoFamily, &nvlinkPeerFamily, &draClaimFamily,
+	}
 }
 
 // Families returns every family gpu-exporter adds besides the catalog's
-// fields, in page order, both namings.
+// fields, both namings, in the metrics doc's order.
 func Families() []Family {
 	d := declaredFamilies()
-	return d[:]
+	out := make([]Family, len(d))
+	for i, f := range d {
+		out[i] = *f
+	}
+	return out
 }
 
-// family starts the declared family id on the page.
-func (p *pageWriter) family(id familyID) family {
-	d := &p.owner.families[id]
-	return family{name: d.Name, help: d.Help, typ: d.Type}
+// renderFamilies writes fams, in order.
+func (p *pageWriter) renderFamilies(in Input, fams []*Family) {
+	for _, d := range fams {
+		d.render(p, in, family{name: d.Name, help: d.Help, typ: d.Type})
+	}
 }

@@ -39,6 +39,21 @@ func dcgmHealthValue(s source.HealthStatus) int {
 	return 0
 }
 
+// gpuHealthStatusFamily is DCGM_EXP_GPU_HEALTH_STATUS; the counters file
+// row that turns it on gives its header (pageWriter.gpuHealth).
+var gpuHealthStatusFamily = Family{
+	Name: fields.GPUHealthStatusName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
+	Help: "Per GPU (never per MIG instance) and DCGM health watch (`PCIE`, `NVLINK`, `PMU`, `MCU`, `MEM`, `SM`, `INFOROM`, `THERMAL`, `POWER`, `DRIVER`, `ALL`), " +
+		"DCGM's result: 0 pass, 10 warning, 20 failure; `" + healthErrorLabel + "` is `DCGM_FR_OK` or the `DCGM_FR_*` name of the last incident's code. " +
+		"Absent while the health check fails.",
+	Labels: []string{EntityLabels, healthErrorLabel, healthWatchLabel, HolderLabels},
+	render: func(p *pageWriter, in Input, _ family) {
+		if p.gpuHealth != nil {
+			p.renderGPUHealthStatus(in, p.gpuHealth)
+		}
+	},
+}
+
 // renderGPUHealthStatus writes DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter
 // does: for every holding on a GPU entity (dcgm-exporter's health group
 // holds GPUs only, so never a MIG instance), one series per watch of

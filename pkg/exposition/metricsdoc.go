@@ -15,7 +15,7 @@ import (
 // of each naming. The file is generated; a test keeps it current.
 func WriteMetricsDoc(w io.Writer, cat *fields.Catalog) error {
 	fams := declaredFamilies()
-	infoName := fams[famGPUInfo].Name
+	infoName := gpuInfoFamily.Name
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format+"\n", args...) }
 	p("# Metrics")

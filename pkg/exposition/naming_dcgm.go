@@ -35,31 +35,44 @@ func newDCGMScheme(o DCGMOptions) *dcgmScheme {
 	return n
 }
 
-// declareDCGMFamilies declares dcgm-exporter's window counters; the
-// counters file row that turns one on gives its type and help.
-func declareDCGMFamilies(d *[numFamilies]Family) {
-	d[famXIDWindow] = Family{
+// dcgm-exporter's window counters; the counters file row that turns one
+// on gives its header, which Derive puts in Input.Windows.
+var (
+	// xidWindowFamily is DCGM_EXP_XID_ERRORS_COUNT.
+	xidWindowFamily = Family{
 		Name: fields.XIDErrorsCountName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
 		Help: "Per GPU and XID code, the XID errors during the last `--naming.xid-count-window` (dcgm-exporter's `-x`, default 5m). " +
 			"A GPU without any has one zero series without `" + WindowXID + "`.",
 		Labels:   []string{EntityLabels, windowSizeLabel, WindowXID, HolderLabels},
 		Optional: []string{WindowXID},
+		render: func(p *pageWriter, in Input, _ family) {
+			for i := range in.Windows {
+				if in.Windows[i].Label != WindowClockEvent {
+					p.renderWindow(in, &in.Windows[i])
+				}
+			}
+		},
 	}
-	d[famClockEventsWindow] = Family{
+	// clockEventsWindowFamily is DCGM_EXP_CLOCK_EVENTS_COUNT.
+	clockEventsWindowFamily = Family{
 		Name: fields.ClockEventsCountName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
 		Help: "Per GPU and reason, the collections during the last `--naming.clock-events-count-window` (default 5m) that saw the reason active. " +
 			"A GPU without any sample has one zero series without `" + WindowClockEvent + "`; one whose samples show no reason has none.",
 		Labels:   []string{EntityLabels, WindowClockEvent, windowSizeLabel, HolderLabels},
 		Optional: []string{WindowClockEvent},
+		render: func(p *pageWriter, in Input, _ family) {
+			for i := range in.Windows {
+				if in.Windows[i].Label == WindowClockEvent {
+					p.renderWindow(in, &in.Windows[i])
+				}
+			}
+		},
 	}
-	d[famGPUHealthStatus] = Family{
-		Name: fields.GPUHealthStatusName, Type: fields.Gauge, Naming: NamingDCGM, FromCounters: true,
-		Help: "Per GPU (never per MIG instance) and DCGM health watch (`PCIE`, `NVLINK`, `PMU`, `MCU`, `MEM`, `SM`, `INFOROM`, `THERMAL`, `POWER`, `DRIVER`, `ALL`), " +
-			"DCGM's result: 0 pass, 10 warning, 20 failure; `" + healthErrorLabel + "` is `DCGM_FR_OK` or the `DCGM_FR_*` name of the last incident's code. " +
-			"Absent while the health check fails.",
-		Labels: []string{EntityLabels, healthErrorLabel, healthWatchLabel, HolderLabels},
-	}
-}
+)
+
+// dcgmTail are the families dcgm naming writes after the catalog's
+// fields, in page order.
+var dcgmTail = []*Family{&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily}
 
 // watchSet adds the label fields and the fields window counters need that
 // are not collected anyway.
@@ -114,12 +127,8 @@ func (n *dcgmScheme) column(f *fields.Field, col int) column {
 // status.
 func (n *dcgmScheme) render(p *pageWriter, in Input) {
 	p.renderFields(in)
-	for i := range in.Windows {
-		p.renderWindow(in, &in.Windows[i])
-	}
-	if n.health != nil {
-		p.renderGPUHealthStatus(in, n.health)
-	}
+	p.gpuHealth = n.health
+	p.renderFamilies(in, dcgmTail)
 }
 
 // maxXIDAttrs bounds the cache of XID labels; codes past it are built on

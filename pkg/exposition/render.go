@@ -54,12 +54,10 @@ type Renderer struct {
 	planExtra  int
 
 	headers map[headerKey]header
-	// families are the declared families besides the catalog's.
-	families [numFamilies]Family
 	// scratch buffers of the page being rendered, kept between renders
-	extra, value []byte
-	heads        []headAt
-	enc          *Encoder // for the pages' compressed bodies
+	extra, value, buf []byte
+	heads             []headAt
+	enc               *Encoder // for the pages' compressed bodies
 
 	lastText, lastOM int
 	// retired are the last two pages rendered, newest first, whose buffers
@@ -98,7 +96,7 @@ type header struct{ text, om []byte }
 
 // NewRenderer returns a renderer.
 func NewRenderer(opts Options) *Renderer {
-	return &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{}, families: declaredFamilies(),
+	return &Renderer{opts: opts, scheme: newScheme(opts), headers: map[headerKey]header{},
 		enc: NewEncoder()}
 }
 
@@ -204,6 +202,7 @@ func (r *Renderer) renderPlain(in Input, text, om []byte) *pageWriter {
 		owner: r,
 		extra: r.extra[:0],
 		value: r.value[:0],
+		buf:   r.buf[:0],
 		heads: r.heads[:0],
 	}
 	p.wantText, p.wantOM = r.wanted()
@@ -221,7 +220,7 @@ func (r *Renderer) renderPlain(in Input, text, om []byte) *pageWriter {
 	if p.wantOM {
 		r.lastOM = len(p.om)
 	}
-	r.extra, r.value, r.heads = p.extra, p.value, p.heads
+	r.extra, r.value, r.buf, r.heads = p.extra, p.value, p.buf, p.heads
 	return p
 }
 
@@ -319,8 +318,15 @@ type pageWriter struct {
 	nseries int
 	dropped int
 	max     int
-	// scratch buffers for one series
-	extra, value []byte
+	// scratch buffers for one series; buf for the label set of a declared
+	// family's series
+	extra, value, buf []byte
+	// label sets several declared families share, built by the first one
+	// on the page that needs them (xidLabels, usageLabels, deviceLabels)
+	xids, usage, processes, devices [][]byte
+	// gpuHealth is the counters row of DCGM_EXP_GPU_HEALTH_STATUS (dcgm
+	// naming), nil when the counters do not list it.
+	gpuHealth *ExporterFamily
 	// the formats rendered (Options.RenderOnDemand); when one is left out,
 	// heads records where each family header sits in the other.
 	wantText, wantOM bool
