@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/kubejson"
 )
 
 // apiPod is the part of a core/v1 Pod the Store reads, decoded from the
@@ -104,10 +106,5 @@ func (l *apiPodList) DeepCopyObject() runtime.Object {
 // group needs (list options as query parameters, watch events, Status
 // errors), as core/v1's AddToScheme registers them.
 func newPodScheme() *runtime.Scheme {
-	gv := schema.GroupVersion{Version: "v1"}
-	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(gv.WithKind("Pod"), &apiPod{})
-	scheme.AddKnownTypeWithName(gv.WithKind("PodList"), &apiPodList{})
-	metav1.AddToGroupVersion(scheme, gv)
-	return scheme
+	return kubejson.Scheme(schema.GroupVersion{Version: "v1"}, "Pod", &apiPod{}, &apiPodList{})
 }

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/kubejson"
 )
 
 // Group is the DRA API group.
@@ -66,46 +67,14 @@ func ServedVersion(ctx context.Context, cfg *rest.Config) (string, error) {
 	return "", ErrGroupNotServed
 }
 
-// slicesClient lists and watches ResourceSlices of one version, as
-// client-go's typed client does (GET /apis/resource.k8s.io/<v>/resourceslices,
-// watch=true to watch), decoding JSON into apiSlice.
-type slicesClient struct {
-	rest   rest.Interface
-	params runtime.ParameterCodec
-}
+// slicesClient lists and watches ResourceSlices of one version
+// (GET /apis/resource.k8s.io/<v>/resourceslices, watch=true to watch, as
+// client-go's typed client does), decoded into apiSlice.
+type slicesClient = kubejson.Client[*apiSliceList]
 
 func newSlicesClient(cfg *rest.Config, version string) (*slicesClient, error) {
 	gv := schema.GroupVersion{Group: Group, Version: version}
-	scheme := newScheme(gv)
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &gv
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	rc, err := rest.RESTClientFor(c)
-	if err != nil {
-		return nil, err
-	}
-	return &slicesClient{rest: rc, params: runtime.NewParameterCodec(scheme)}, nil
-}
-
-func (c *slicesClient) List(ctx context.Context, opts metav1.ListOptions) (*apiSliceList, error) {
-	list := &apiSliceList{}
-	err := c.rest.Get().Resource("resourceslices").VersionedParams(&opts, c.params).Timeout(timeout(opts)).Do(ctx).Into(list)
-	return list, err
-}
-
-func (c *slicesClient) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	return c.rest.Get().Resource("resourceslices").VersionedParams(&opts, c.params).Timeout(timeout(opts)).Watch(ctx)
-}
-
-func timeout(opts metav1.ListOptions) time.Duration {
-	if opts.TimeoutSeconds == nil {
-		return 0
-	}
-	return time.Duration(*opts.TimeoutSeconds) * time.Second
+	return kubejson.New(cfg, gv, "resourceslices", newScheme(gv), func() *apiSliceList { return &apiSliceList{} })
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/kubejson"
 )
 
 // apiSlice is the part of a resource.k8s.io ResourceSlice the index reads,
@@ -99,9 +101,5 @@ func (l *apiSliceList) DeepCopyObject() runtime.Object {
 // ResourceSliceList of gv into apiSlice and apiSliceList, with the meta/v1
 // types a client needs.
 func newScheme(gv schema.GroupVersion) *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(gv.WithKind("ResourceSlice"), &apiSlice{})
-	scheme.AddKnownTypeWithName(gv.WithKind("ResourceSliceList"), &apiSliceList{})
-	metav1.AddToGroupVersion(scheme, gv)
-	return scheme
+	return kubejson.Scheme(gv, "ResourceSlice", &apiSlice{}, &apiSliceList{})
 }
