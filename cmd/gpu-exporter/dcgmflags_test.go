@@ -259,7 +259,8 @@ func TestDemoServesDCGMNames(t *testing.T) {
 	counters := filepath.Join(t.TempDir(), "counters.csv")
 	csv := "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n" +
 		"DCGM_FI_DEV_FB_USED, gauge, used MiB\n" +
-		"DCGM_EXP_P2P_STATUS, gauge, skipped\n" +
+		"DCGM_EXP_P2P_STATUS, gauge, P2P status\n" +
+		"DCGM_FI_DEV_PCIE_TX_THROUGHPUT, counter, skipped\n" +
 		"DCGM_FI_DRIVER_VERSION, label, Driver Version\n" +
 		"DCGM_EXP_XID_ERRORS_COUNT, counter, XIDs\n"
 	if err := os.WriteFile(counters, []byte(csv), 0o600); err != nil {
@@ -307,6 +308,9 @@ func TestDemoServesDCGMNames(t *testing.T) {
 	}
 	if fams["gpu_utilization_ratio"] != nil || fams["gpu_info"] != nil {
 		t.Error("Prometheus naming families on a dcgm naming page")
+	}
+	if fams["DCGM_EXP_P2P_STATUS"] != nil {
+		t.Error("DCGM_EXP_P2P_STATUS from the simulator, which does not tell the P2P status")
 	}
 	if !strings.Contains(stderr.String(), "counters file row skipped") {
 		t.Errorf("skipped row not logged:\n%s", stderr.String())

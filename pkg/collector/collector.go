@@ -306,6 +306,9 @@ func (c *Collector) collect(ctx context.Context) error {
 	if c.renderer.WantsHealth() {
 		in.Lost, in.Health = c.events.health(ctx)
 	}
+	if c.renderer.WantsP2P() {
+		in.P2P = c.events.p2p(ctx)
+	}
 	t3 := time.Now()
 	c.renderer.Derive(&in, c.counters)
 	p := c.renderer.Render(in)

@@ -21,6 +21,7 @@ type events struct {
 	m       *metrics
 
 	healthFailed bool // the last health check failed (logged once)
+	p2pFailed    bool // the last P2P status read failed (logged once)
 }
 
 // health asks the source, when it can tell, which GPUs it lost and which
@@ -54,4 +55,37 @@ func (e *events) health(ctx context.Context) ([]source.LostGPU, []source.HealthI
 	}
 	e.healthFailed = false
 	return lost, inc
+}
+
+// p2p asks the source, when it can tell (source.P2PReporter), for the GPU
+// pairs' NVLink P2P status; the source reads it rarely (topology) and
+// answers from its last read in between. A failed read is counted and
+// leaves the status out (nil); it never fails the collection.
+func (e *events) p2p(ctx context.Context) []source.P2PLink {
+	pr, ok := e.src.(source.P2PReporter)
+	if !ok {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	links, err := pr.P2PStatus(pctx)
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		e.m.errors.WithLabelValues("p2p").Inc()
+		if !e.p2pFailed {
+			e.logger.Warn("GPU P2P status read failed; DCGM_EXP_P2P_STATUS is not exported until it works", "source", e.src.Name(), "err", err)
+		}
+		e.p2pFailed = true
+		return nil
+	}
+	if e.p2pFailed {
+		e.logger.Info("GPU P2P status read works again", "source", e.src.Name())
+	}
+	e.p2pFailed = false
+	if links == nil {
+		links = []source.P2PLink{}
+	}
+	return links
 }

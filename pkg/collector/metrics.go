@@ -75,7 +75,7 @@ func newMetrics(sourceName string) *metrics {
 			Help: "Device ids the kubelet reports for GPU resources that match no GPU or MIG instance this exporter sees, by reason (malformed, unsupported_form, unknown_gpu, no_resourceslice).",
 		}, []string{"reason"}),
 	}
-	for _, stage := range []string{"watch", "read", "timeout", "health", "processes", "fabric"} {
+	for _, stage := range []string{"watch", "read", "timeout", "health", "p2p", "processes", "fabric"} {
 		m.errors.WithLabelValues(stage)
 	}
 	m.jobsUnmatched = prometheus.NewGauge(prometheus.GaugeOpts{

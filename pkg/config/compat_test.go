@@ -32,7 +32,7 @@ func TestDCGMExporterFieldNamesLoad(t *testing.T) {
 			}
 			switch {
 			case len(c.Fields) > 0 && c.Fields[0].DCGMName == name || len(c.Labels) == 1:
-			case c.XIDErrorsCount != nil || c.ClockEventsCount != nil || c.GPUHealthStatus != nil:
+			case c.XIDErrorsCount != nil || c.ClockEventsCount != nil || c.GPUHealthStatus != nil || c.P2PStatus != nil:
 			case len(c.Skipped) == 1 && c.Skipped[0].Name == name:
 				if reason, ok := fields.NotExported(name); !ok || c.Skipped[0].Reason != reason {
 					t.Errorf("skipped with %q, want a reason from the explicit not-exported list", c.Skipped[0].Reason)

@@ -32,6 +32,9 @@ type CountersFile struct {
 	// GPUHealthStatus is the DCGM_EXP_GPU_HEALTH_STATUS row; nil when the
 	// file does not list it. Only dcgm naming exports it.
 	GPUHealthStatus *ExporterCounter
+	// P2PStatus is the DCGM_EXP_P2P_STATUS row; nil when the file does not
+	// list it. Only dcgm naming exports it.
+	P2PStatus *ExporterCounter
 	// Skipped are rows naming something dcgm-exporter exports and
 	// gpu-exporter does not; they are left out rather than failing the file.
 	Skipped []Skipped
@@ -168,6 +171,7 @@ func (c *CountersFile) add(r row, at location, cat *fields.Catalog, seen map[see
 		{fields.XIDErrorsCountName, &c.XIDErrorsCount},
 		{fields.ClockEventsCountName, &c.ClockEventsCount},
 		{fields.GPUHealthStatusName, &c.GPUHealthStatus},
+		{fields.P2PStatusName, &c.P2PStatus},
 	} {
 		if !strings.EqualFold(r.name, x.name) {
 			continue

@@ -133,6 +133,7 @@ DCGM_FI_DEV_XID_ERRORS,              gauge,   last XID.
 DCGM_EXP_CLOCK_EVENTS_COUNT, counter, clock events in the window
 DCGM_EXP_XID_ERRORS_COUNT, counter, XIDs in the window
 DCGM_EXP_GPU_HEALTH_STATUS, counter, health
+DCGM_EXP_P2P_STATUS, gauge, P2P status
 DCGM_FI_DEV_FB_FREE, gauge, free framebuffer (MiB).
 DCGM_FI_DEV_FB_USED, gauge, used framebuffer (MiB).
 DCGM_FI_DEV_FB_RESERVED, gauge, reserved framebuffer (MiB).
@@ -166,6 +167,9 @@ DCGM_FI_PROF_PCIE_RX_BYTES,      gauge, PCIe RX rate.
 	}
 	if x := c.GPUHealthStatus; x == nil || x.Name != "DCGM_EXP_GPU_HEALTH_STATUS" {
 		t.Errorf("health status row = %+v", x)
+	}
+	if x := c.P2PStatus; x == nil || x.Name != "DCGM_EXP_P2P_STATUS" || x.Type != fields.Gauge || x.Help != "P2P status" {
+		t.Errorf("P2P status row = %+v", x)
 	}
 	if len(c.Skipped) != 0 {
 		t.Errorf("skipped = %+v, want none", c.Skipped)

@@ -25,13 +25,16 @@ func BuiltinCounters(n Naming, cat *fields.Catalog) Counters {
 func FileCounters(n Naming, f *config.CountersFile, xidWindow, clockEventsWindow time.Duration) (k Counters, unused bool) {
 	k = Counters{Fields: f.Fields}
 	if n != NamingDCGM {
-		return k, len(f.Labels) > 0 || f.XIDErrorsCount != nil || f.ClockEventsCount != nil || f.GPUHealthStatus != nil
+		return k, len(f.Labels) > 0 || f.XIDErrorsCount != nil || f.ClockEventsCount != nil || f.GPUHealthStatus != nil || f.P2PStatus != nil
 	}
 	k.Labels = f.Labels
 	k.XIDErrorsCount = windowCounter(f.XIDErrorsCount, xidWindow)
 	k.ClockEventsCount = windowCounter(f.ClockEventsCount, clockEventsWindow)
 	if r := f.GPUHealthStatus; r != nil {
 		k.GPUHealthStatus = &ExporterFamily{Name: r.Name, Help: r.Help, Type: r.Type}
+	}
+	if r := f.P2PStatus; r != nil {
+		k.P2PStatus = &ExporterFamily{Name: r.Name, Help: r.Help, Type: r.Type}
 	}
 	return k, false
 }

@@ -85,7 +85,7 @@ func declaredFamilies() []*Family {
 	return []*Family{
 		&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily, &allocationFamily,
 		&xidErrorsFamily, &xidLastSeenFamily, &lostFamily, &healthFamily,
-		&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily,
+		&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily, &p2pStatusFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,
 		&processUtilizationFamily, &processMemoryFamily,
 		&containerEnergyFamily, &idleEnergyFamily, &orphanProcessesFamily, &orphanMemoryFamily,

@@ -47,6 +47,7 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 			{Entity: 3, Holder: holder}, {Entity: 4}, {Entity: 5}},
 		Lost:   []source.LostGPU{{GPU: 2, UUID: "GPU-c", Since: testTime.Add(-time.Minute)}},
 		Health: []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
+		P2P:    []source.P2PLink{{GPU: 0, Peer: 1, Status: 0}, {GPU: 1, Peer: 0, Status: 0}},
 		Containers: []ContainerUsage{
 			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true, EnergyJoules: 12.5, EnergyKnown: true},
 			{Entity: 2, PodUID: "uid-2", ContainerID: "c0ffee", Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
@@ -69,7 +70,8 @@ func TestRenderedFamiliesAreDeclared(t *testing.T) {
 		return &WindowCounter{Name: name, Help: "h", Type: fields.Gauge, Window: time.Minute}
 	}
 	k := Counters{XIDErrorsCount: window(fields.XIDErrorsCountName), ClockEventsCount: window(fields.ClockEventsCountName),
-		GPUHealthStatus: &ExporterFamily{Name: fields.GPUHealthStatusName, Help: "h", Type: fields.Gauge}}
+		GPUHealthStatus: &ExporterFamily{Name: fields.GPUHealthStatusName, Help: "h", Type: fields.Gauge},
+		P2PStatus:       &ExporterFamily{Name: fields.P2PStatusName, Help: "p", Type: fields.Gauge}}
 	for _, naming := range []Naming{NamingPrometheus, NamingDCGM} {
 		t.Run(naming.String(), func(t *testing.T) {
 			t.Parallel()

@@ -104,6 +104,9 @@ type Counters struct {
 	// GPUHealthStatus configures dcgm-exporter's DCGM_EXP_GPU_HEALTH_STATUS;
 	// nil leaves it out. Dcgm naming only.
 	GPUHealthStatus *ExporterFamily
+	// P2PStatus configures dcgm-exporter's DCGM_EXP_P2P_STATUS; nil leaves
+	// it out. Dcgm naming only.
+	P2PStatus *ExporterFamily
 }
 
 // ExporterFamily names one of dcgm-exporter's DCGM_EXP_* families that a
@@ -132,6 +135,9 @@ type scheme interface {
 	// incidents, so that the collector asks the source for them. It is
 	// asked after watchSet, which may decide it from the counters.
 	wantsHealth() bool
+	// wantsP2P reports whether the naming exports the GPU pairs' NVLink
+	// P2P status (Input.P2P); asked after watchSet.
+	wantsP2P() bool
 	// derive records the raw events of one collection (the sample's XID
 	// events) and sets the families derived from them on in.
 	derive(in *Input, k Counters)

@@ -24,6 +24,9 @@ type dcgmScheme struct {
 	// health is the DCGM_EXP_GPU_HEALTH_STATUS row of the counters being
 	// watched (watchSet records it); nil when they do not list it.
 	health *ExporterFamily
+	// p2p is the DCGM_EXP_P2P_STATUS row (watchSet records it); nil when
+	// the counters do not list it.
+	p2p *ExporterFamily
 }
 
 func newDCGMScheme(o DCGMOptions) *dcgmScheme {
@@ -72,12 +75,13 @@ var (
 
 // dcgmTail are the families dcgm naming writes after the catalog's
 // fields, in page order.
-var dcgmTail = []*Family{&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily}
+var dcgmTail = []*Family{&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily, &p2pStatusFamily}
 
 // watchSet adds the label fields and the fields window counters need that
 // are not collected anyway.
 func (n *dcgmScheme) watchSet(k Counters) (set []fields.Field, extra int) {
 	n.health = k.GPUHealthStatus
+	n.p2p = k.P2PStatus
 	set = append([]fields.Field(nil), k.Fields...)
 	for _, l := range k.Labels {
 		l.Kind = fields.Label
@@ -95,6 +99,9 @@ func isClockEvents(f fields.Field) bool { return f.ID == fields.ClockEventReason
 // wantsHealth is true when the counters list DCGM_EXP_GPU_HEALTH_STATUS:
 // dcgm-exporter has no lost-GPU family.
 func (n *dcgmScheme) wantsHealth() bool { return n.health != nil }
+
+// wantsP2P is true when the counters list DCGM_EXP_P2P_STATUS.
+func (n *dcgmScheme) wantsP2P() bool { return n.p2p != nil }
 
 func (*dcgmScheme) labelFields() bool { return true }
 
@@ -128,6 +135,7 @@ func (n *dcgmScheme) column(f *fields.Field, col int) column {
 func (n *dcgmScheme) render(p *pageWriter, in Input) {
 	p.renderFields(in)
 	p.gpuHealth = n.health
+	p.p2p = n.p2p
 	p.renderFamilies(in, dcgmTail)
 }
 

@@ -42,6 +42,8 @@ func (*prometheusScheme) watchSet(k Counters) ([]fields.Field, int) {
 
 func (*prometheusScheme) wantsHealth() bool { return true }
 
+func (*prometheusScheme) wantsP2P() bool { return false }
+
 func (*prometheusScheme) labelFields() bool { return false }
 
 // derive counts the sample's XID events and lists the counters of the

@@ -246,6 +246,10 @@ type Input struct {
 	// result and an empty slice a check every watch passed).
 	Lost   []source.LostGPU
 	Health []source.HealthIncident
+	// P2P is the NVLink P2P status of the GPU pairs (dcgm naming when the
+	// counters list DCGM_EXP_P2P_STATUS and the source tells it,
+	// source.P2PReporter); nil when not asked or the read failed.
+	P2P []source.P2PLink
 	// Extra is the number of trailing sample columns watched only to feed
 	// window counters; they are never exported as series. Columns of Kind
 	// fields.Label are not exported as series either: in dcgm naming they

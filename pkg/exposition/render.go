@@ -116,6 +116,10 @@ func (r *Renderer) WatchSet(k Counters) (set []fields.Field, extra int) {
 // incidents (Input.Lost, Input.Health).
 func (r *Renderer) WantsHealth() bool { return r.scheme.wantsHealth() }
 
+// WantsP2P reports whether the naming exports the NVLink P2P status of the
+// GPU pairs (Input.P2P).
+func (r *Renderer) WantsP2P() bool { return r.scheme.wantsP2P() }
+
 // Derive records the raw events of one collection (the sample's XID
 // events) and sets the families the naming derives from them on in: XID
 // counters since start (Input.XIDs) or window counters (Input.Windows),
@@ -327,6 +331,9 @@ type pageWriter struct {
 	// gpuHealth is the counters row of DCGM_EXP_GPU_HEALTH_STATUS (dcgm
 	// naming), nil when the counters do not list it.
 	gpuHealth *ExporterFamily
+	// p2p is the counters row of DCGM_EXP_P2P_STATUS (dcgm naming), nil
+	// when the counters do not list it.
+	p2p *ExporterFamily
 	// the formats rendered (Options.RenderOnDemand); when one is left out,
 	// heads records where each family header sits in the other.
 	wantText, wantOM bool

@@ -24,6 +24,8 @@ const (
 	// GPUHealthStatusName is the result of each of DCGM's health watches
 	// per GPU.
 	GPUHealthStatusName = "DCGM_EXP_GPU_HEALTH_STATUS"
+	// P2PStatusName is the NVLink P2P status of each ordered pair of GPUs.
+	P2PStatusName = "DCGM_EXP_P2P_STATUS"
 )
 
 // labelTable lists DCGM string fields that counters files name as "label"
@@ -70,7 +72,6 @@ func notExportedTable() []struct {
 	}{
 		{[]string{"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_PCIE_TX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_TX_BYTES"},
 		{[]string{"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_PCIE_RX_THROUGHPUT"}, "use DCGM_FI_PROF_PCIE_RX_BYTES"},
-		{[]string{"DCGM_EXP_P2P_STATUS"}, "P2P link status is not collected"},
 	}
 }
 

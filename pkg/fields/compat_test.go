@@ -111,10 +111,13 @@ func TestDCGMDefaults(t *testing.T) {
 
 func TestNotExported(t *testing.T) {
 	t.Parallel()
-	for _, n := range []string{" dcgm_pcie_rx_throughput ", "DCGM_EXP_P2P_STATUS", "dcgm_pcie_tx_throughput"} {
+	for _, n := range []string{" dcgm_pcie_rx_throughput ", "dcgm_pcie_tx_throughput"} {
 		if reason, ok := NotExported(n); !ok || reason == "" {
 			t.Errorf("NotExported(%q) = %q, %v; want a reason", n, reason, ok)
 		}
+	}
+	if _, ok := NotExported(P2PStatusName); ok {
+		t.Errorf("%s is exported (dcgm naming) but listed as not exported", P2PStatusName)
 	}
 	c := MustNew()
 	for _, f := range append(c.All(), c.Labels()...) {

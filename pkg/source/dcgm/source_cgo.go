@@ -60,6 +60,8 @@ type Source struct {
 	fabricErrors    int
 	nvlinkFailing   bool
 	switchesFailing bool
+	// p2p is the last NVLink P2P status (P2PStatus).
+	p2p *p2pStatus
 	// logs rate-limits lines that repeat per collection or per re-plan.
 	logs *logthrottle.Logger
 	seq  int
