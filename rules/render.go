@@ -132,6 +132,7 @@ func Render(src []byte, p Params) (*File, error) {
 // labels and annotations.
 func RenderFile(name string, src []byte, p Params) (*File, error) {
 	var errs []string
+	xid := XIDPlaceholders()
 	filled := placeholder.ReplaceAllFunc(src, func(m []byte) []byte {
 		key := string(placeholder.FindSubmatch(m)[1])
 		switch key {
@@ -147,6 +148,9 @@ func RenderFile(name string, src []byte, p Params) (*File, error) {
 			return []byte(p.NamespaceLabel)
 		case gpuLabelsKey:
 			return []byte(gpuLabelsText())
+		}
+		if v, ok := xid[key]; ok {
+			return []byte(v)
 		}
 		v, ok := p.Thresholds[key]
 		if !ok {

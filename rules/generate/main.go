@@ -1,7 +1,7 @@
 // Command generate renders rules/alerts.yaml from rules/alerts.src.yaml
 // (and recording.yaml from recording.src.yaml) with the Helm chart's
 // default prometheusRule values, and writes the chart's helper that fills
-// ${gpuLabels} (rules.ChartHelperFile):
+// ${gpuLabels} and the XID tiers' placeholders (rules.ChartHelperFile):
 //
 //	go run ./rules/generate
 //

@@ -347,6 +347,7 @@ groups as YAML under "groups". */}}
 {{- $src = replace "${jobSelector}" $job $src }}
 {{- $src = replace "${namespaceLabel}" (include "gpu-exporter.namespaceLabel" .ctx) $src }}
 {{- $src = replace "${gpuLabels}" (include "gpu-exporter.ruleGPULabels" .ctx) $src }}
+{{- $src = include "gpu-exporter.ruleXIDTiers" $src }}
 {{- with regexFind "\\$\\{[A-Za-z0-9]*\\}" $src }}
 {{- fail (printf "%s: placeholder %s has no value in prometheusRule.thresholds" $.path .) }}
 {{- end }}
