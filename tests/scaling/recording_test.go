@@ -243,7 +243,14 @@ func TestRecordingSeriesDoc(t *testing.T) {
 	}
 	table := renderRecordingTable(names, runs)
 	t.Logf("measured table:\n%s", table)
-	updateSection(t, recordingBegin, recordingEnd, table, "TestRecordingSeriesDoc")
+	// The table is rewritten with -update, not compared: rules over an
+	// hour's history (the *_1h rollups) record once Prometheus has held
+	// their inputs for long enough, which depends on how long the
+	// measurement ran (0 in one run, 750 in the next on the timeslicing
+	// node). The budget above is what the test enforces.
+	if *update {
+		updateSection(t, recordingBegin, recordingEnd, table, "TestRecordingSeriesDoc")
+	}
 }
 
 // renderRecordingTable: a row per record name, a column per scenario
