@@ -1,8 +1,6 @@
 package exposition
 
 import (
-	"strconv"
-
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -67,12 +65,7 @@ func (p *pageWriter) renderGPUHealthStatus(in Input, f *ExporterFamily) {
 		return
 	}
 	fam := family{name: f.Name, help: f.Help, typ: f.Type}
-	for i, t := range in.Holdings {
-		e := &in.Sample.Inventory.Entities[t.Entity]
-		if e.Kind != source.GPU {
-			continue
-		}
-		l := &p.owner.labels[i]
+	for i, e := range gpuHoldings(in) {
 		for _, w := range dcgmHealthWatches {
 			code, value := fields.HealthErrorName(0), 0
 			for _, h := range in.Health {
@@ -82,10 +75,7 @@ func (p *pageWriter) renderGPUHealthStatus(in Input, f *ExporterFamily) {
 			}
 			// dcgm-exporter sorts these labels by name: health_error_code
 			// before health_watch.
-			p.extra = appendLabel(p.extra[:0], false, healthErrorLabel, code)
-			p.extra = appendLabel(p.extra, false, healthWatchLabel, w.watch)
-			p.value = strconv.AppendInt(p.value[:0], int64(value), 10)
-			p.series(&fam, l.b, l.window, p.extra, p.value)
+			p.intSeries(&fam, i, healthErrorLabel, code, healthWatchLabel, w.watch, int64(value))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package exposition
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"strconv"
@@ -305,11 +306,8 @@ func (p *pageWriter) renderWindow(in Input, w *WindowFamily) {
 	fam := family{name: w.Name, help: w.Help, typ: w.Type}
 	window := strconv.FormatInt(w.Window.Milliseconds(), 10)
 	eventFirst := w.Label < windowSizeLabel // dcgm-exporter sorts these labels by name
-	for i, t := range in.Holdings {
-		if in.Sample.Inventory.Entities[t.Entity].Kind != source.GPU {
-			continue
-		}
-		l := &p.owner.labels[i]
+	for i := range gpuHoldings(in) {
+		t, l := in.Holdings[i], &p.owner.labels[i]
 		k := sort.Search(len(w.Counts), func(k int) bool { return w.Counts[k].Entity >= t.Entity })
 		for ; k < len(w.Counts) && w.Counts[k].Entity == t.Entity; k++ {
 			c := &w.Counts[k]
@@ -325,4 +323,29 @@ func (p *pageWriter) renderWindow(in Input, w *WindowFamily) {
 			p.series(&fam, l.b, l.window, p.extra, p.value)
 		}
 	}
+}
+
+// gpuHoldings yields the index and entity of every holding on a whole GPU:
+// dcgm-exporter's DCGM_EXP_* window, health and P2P collectors read GPU
+// entities only, never a MIG instance.
+func gpuHoldings(in Input) iter.Seq2[int, *source.Entity] {
+	return func(yield func(int, *source.Entity) bool) {
+		for i, t := range in.Holdings {
+			e := &in.Sample.Inventory.Entities[t.Entity]
+			if e.Kind == source.GPU && !yield(i, e) {
+				return
+			}
+		}
+	}
+}
+
+// intSeries writes one series of fam on holding i with two extra labels,
+// in the order given (dcgm-exporter sorts them by name), and an integer
+// value.
+func (p *pageWriter) intSeries(fam *family, i int, name1, value1, name2, value2 string, v int64) {
+	l := &p.owner.labels[i]
+	p.extra = appendLabel(p.extra[:0], false, name1, value1)
+	p.extra = appendLabel(p.extra, false, name2, value2)
+	p.value = strconv.AppendInt(p.value[:0], v, 10)
+	p.series(fam, l.b, l.window, p.extra, p.value)
 }

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
-	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // Labels of DCGM_EXP_P2P_STATUS (dcgm-exporter's
@@ -67,22 +66,14 @@ func (p *pageWriter) renderP2PStatus(in Input, f *ExporterFamily) {
 		return
 	}
 	fam := family{name: f.Name, help: f.Help, typ: f.Type}
-	for i, t := range in.Holdings {
-		e := &in.Sample.Inventory.Entities[t.Entity]
-		if e.Kind != source.GPU {
-			continue
-		}
-		l := &p.owner.labels[i]
+	for i, e := range gpuHoldings(in) {
 		for _, x := range in.P2P {
 			if x.GPU != e.GPU {
 				continue
 			}
 			// dcgm-exporter sorts these labels by name: link_status before
 			// peer_gpu.
-			p.extra = appendLabel(p.extra[:0], false, p2pStatusLabel, p2pStatusName(x.Status))
-			p.extra = appendLabel(p.extra, false, p2pPeerLabel, strconv.Itoa(x.Peer))
-			p.value = strconv.AppendInt(p.value[:0], int64(x.Status), 10)
-			p.series(&fam, l.b, l.window, p.extra, p.value)
+			p.intSeries(&fam, i, p2pStatusLabel, p2pStatusName(x.Status), p2pPeerLabel, strconv.Itoa(x.Peer), int64(x.Status))
 		}
 	}
 }
