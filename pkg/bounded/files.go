@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -54,6 +55,17 @@ func ReadDir(ctx context.Context, dir string, limit int, timeout time.Duration) 
 // hung network mount blocks as a read does.
 func Stat(ctx context.Context, path string, timeout time.Duration) (fs.FileInfo, error) {
 	return Call(ctx, path, timeout, func() (fs.FileInfo, error) { return os.Stat(path) })
+}
+
+// Lstat is os.Lstat bounded by ctx and timeout (0: ctx only).
+func Lstat(ctx context.Context, path string, timeout time.Duration) (fs.FileInfo, error) {
+	return Call(ctx, path, timeout, func() (fs.FileInfo, error) { return os.Lstat(path) })
+}
+
+// Glob is filepath.Glob bounded by ctx and timeout (0: ctx only): it
+// lists directories, which block on a hung mount as reads do.
+func Glob(ctx context.Context, pattern string, timeout time.Duration) ([]string, error) {
+	return Call(ctx, pattern, timeout, func() ([]string, error) { return filepath.Glob(pattern) })
 }
 
 // ReadAll reads r to its end, at most limit bytes (refused beyond), and

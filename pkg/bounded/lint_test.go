@@ -16,9 +16,10 @@ import (
 // deadline or no size cap, by import path and name ("" for every name of
 // the package).
 var unbounded = map[string]map[string]bool{
-	"os":        {"Open": true, "OpenFile": true, "ReadFile": true, "ReadDir": true, "NewFile": true},
-	"io":        {"ReadAll": true},
-	"io/ioutil": {"": true},
+	"os":            {"Open": true, "OpenFile": true, "ReadFile": true, "ReadDir": true, "NewFile": true, "Stat": true, "Lstat": true, "Readlink": true},
+	"io":            {"ReadAll": true},
+	"io/ioutil":     {"": true},
+	"path/filepath": {"Glob": true, "Walk": true, "WalkDir": true, "EvalSymlinks": true},
 }
 
 // exemptMark on the line of a call lets it through, with the reason after
@@ -27,8 +28,9 @@ var unbounded = map[string]map[string]bool{
 const exemptMark = "bounded:exempt"
 
 // TestNoUnboundedReads fails when code the binary links (cmd, pkg,
-// internal; not tests) reads a file, a directory, standard input or a
-// reply body other than through this package: such a read can block past
+// internal; not tests) reads a file, a directory, a file's metadata
+// (stat, lstat, readlink: they block on a hung mount as reads do),
+// standard input or a reply body other than through this package: such a read can block past
 // every deadline (a named pipe, a process stuck in the kernel, a hung
 // mount) or fill the memory (/dev/zero, a reply of gigabytes).
 func TestNoUnboundedReads(t *testing.T) {
@@ -122,6 +124,7 @@ import (
 	"io"
 	myos "os"
 	"io/ioutil"
+	fp "path/filepath"
 )
 
 func f(r io.Reader) {
@@ -132,6 +135,9 @@ func f(r io.Reader) {
 	_ = myos.Stdin
 	_, _ = myos.OpenFile("/dev/nvidia0", myos.O_RDWR, 0) // bounded:exempt reads nothing
 	_, _ = myos.Stat("x")
+	_, _ = myos.Lstat("x")
+	_, _ = fp.Glob("/dev/nvidia*")
+	_ = fp.Join("a", "b")
 }
 `
 	path := filepath.Join(t.TempDir(), "p.go")
@@ -139,7 +145,7 @@ func f(r io.Reader) {
 		t.Fatal(err)
 	}
 	got := unboundedReads(t, path)
-	want := []string{"myos.ReadFile", "myos.Open", "io.ReadAll", "ioutil.ReadFile", "myos.Stdin"}
+	want := []string{"myos.ReadFile", "myos.Open", "io.ReadAll", "ioutil.ReadFile", "myos.Stdin", "myos.Stat", "myos.Lstat", "fp.Glob"}
 	if len(got) != len(want) {
 		t.Fatalf("found %q, want %q", got, want)
 	}

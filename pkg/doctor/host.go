@@ -45,7 +45,9 @@ func (h Host) withDefaults() Host {
 		}
 	}
 	if h.DeviceNodes == nil {
-		h.DeviceNodes = func() ([]string, error) { return filepath.Glob("/dev/nvidia*") }
+		h.DeviceNodes = func() ([]string, error) {
+			return bounded.Glob(context.Background(), "/dev/nvidia*", hostReadTimeout)
+		}
 	}
 	if h.Access == nil {
 		h.Access = accessRW
@@ -77,7 +79,7 @@ func libraryDirs(ldLibraryPath, confDir string) []string {
 			dirs = append(dirs, d)
 		}
 	}
-	confs, _ := filepath.Glob(filepath.Join(confDir, "*.conf"))
+	confs, _ := bounded.Glob(context.Background(), filepath.Join(confDir, "*.conf"), hostReadTimeout)
 	for _, c := range confs {
 		data, err := readHostFile(c)
 		if err != nil {
@@ -98,7 +100,7 @@ func libraryDirs(ldLibraryPath, confDir string) []string {
 func findLibrary(name string, dirs []string) (string, error) {
 	for _, d := range dirs {
 		p := filepath.Join(d, name)
-		if _, err := os.Stat(p); err == nil {
+		if _, err := bounded.Stat(context.Background(), p, hostReadTimeout); err == nil {
 			return p, nil
 		}
 	}

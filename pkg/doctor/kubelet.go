@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -44,7 +44,7 @@ func checkKubelet(ctx context.Context, cfg Config, socket string, inv *source.In
 	if k.Enabled == "auto" {
 		missing = Warn
 	}
-	st, err := os.Stat(socket)
+	st, err := bounded.Stat(ctx, socket, hostReadTimeout)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		res.Status, res.Found, res.Fix = missing, fmt.Sprintf("socket %s does not exist: pod attribution is off", socket), mountFix

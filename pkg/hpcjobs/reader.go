@@ -182,7 +182,7 @@ func (r *Reader) Refresh(ctx context.Context) error {
 // that vanished since the directory was listed is a job that ended: no
 // jobs, no problem.
 func (r *Reader) readFile(ctx context.Context, path string, de fs.DirEntry, problems map[fileProblem]bool) ([]Job, error) {
-	info, err := de.Info()
+	info, err := bounded.Call(ctx, path, 0, de.Info) // an lstat: it blocks on a hung mount as a read does
 	if err == nil && info.Mode().IsRegular() && info.Size() > MaxFileBytes {
 		err = fmt.Errorf("larger than %d KiB", MaxFileBytes>>10)
 	}

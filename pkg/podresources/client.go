@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/logthrottle"
 )
 
@@ -243,7 +243,7 @@ func (c *Client) refresh(ctx context.Context) error {
 // list calls List with CallTimeout; reason classifies a failure for the
 // errors counter.
 func (c *Client) list(ctx context.Context) (resp *podresourcesv1.ListPodResourcesResponse, reason string, err error) {
-	if _, err := os.Stat(c.cfg.Socket); err != nil {
+	if _, err := bounded.Stat(ctx, c.cfg.Socket, c.cfg.CallTimeout); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, reasonDial, fmt.Errorf("%w: %s (is the host's /var/lib/kubelet/pod-resources mounted into the exporter?)", errSocketMissing, c.cfg.Socket)
 		}

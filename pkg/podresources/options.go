@@ -1,9 +1,9 @@
 package podresources
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -113,8 +114,8 @@ func Open(o Options, socket string, dra DRADevices, logger *slog.Logger, reg pro
 	case "false":
 		return nil, nil
 	case "auto":
-		if _, err := os.Stat(cfg.Socket); err != nil {
-			logger.Info("kubelet pod-resources socket not found; pod attribution is off (set --kubernetes.enabled=true to wait for it)", "socket", cfg.Socket)
+		if _, err := bounded.Stat(context.Background(), cfg.Socket, cfg.CallTimeout); err != nil {
+			logger.Info("kubelet pod-resources socket not found; pod attribution is off (set --kubernetes.enabled=true to wait for it)", "socket", cfg.Socket, "err", err)
 			return nil, nil
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 )
 
@@ -124,11 +124,15 @@ func (s *Server) countConn(_ net.Conn, st http.ConnState) {
 	}
 }
 
+// webConfigStatTimeout bounds the look at --web.config.file before it is
+// read: a path on a hung mount fails the start instead of hanging it.
+const webConfigStatTimeout = 5 * time.Second
+
 // validateWebConfig refuses a web config path that is not a regular file
 // before exporter-toolkit reads it (a named pipe would block its read), then
 // lets exporter-toolkit check the content.
 func validateWebConfig(path string) error {
-	st, err := os.Stat(path)
+	st, err := bounded.Stat(context.Background(), path, webConfigStatTimeout)
 	if err != nil {
 		return fmt.Errorf("--web.config.file: %w", err)
 	}

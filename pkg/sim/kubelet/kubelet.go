@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
 // Pod is one pod as List reports it. UID is not sent: pod-resources v1 has
@@ -81,7 +83,7 @@ type Server struct {
 // if another server answers on it) and serves until Stop. A path of 108 bytes or more does not fit a unix socket
 // address and fails.
 func Start(socketPath string) (*Server, error) {
-	if fi, err := os.Lstat(socketPath); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+	if fi, err := bounded.Lstat(context.Background(), socketPath, time.Second); err == nil && fi.Mode()&fs.ModeSocket != 0 {
 		if conn, err := net.DialTimeout("unix", socketPath, time.Second); err == nil {
 			_ = conn.Close()
 			return nil, fmt.Errorf("fake pod-resources: %s is in use by another server", socketPath)
