@@ -208,10 +208,11 @@ func NewAccountant(cfg Config, sampler Sampler, logger *slog.Logger, reg prometh
 	return a, nil
 }
 
-// Close unregisters the self-metrics; whoever opened the sampler closes
-// it.
+// Close unregisters the self-metrics and closes the procfs files the
+// resolver holds; whoever opened the sampler closes it.
 func (a *Accountant) Close() {
 	a.m.unregister(a.reg)
+	a.resolver.Close()
 }
 
 // Collect samples every device and attributes its processes. When the

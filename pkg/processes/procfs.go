@@ -1,7 +1,9 @@
 package processes
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,9 +33,18 @@ func WriteProcess(root string, pid uint32, comm string, start uint64, cgroup str
 }
 
 // RemoveProcess removes pid's directory under root, as the kernel does when
-// the process is reaped.
+// the process is reaped. It first empties the process's files: a Resolver
+// holds a cached process's stat file open (bounded.Held), and on procfs
+// reads of a held file fail once its process is gone, where a removed
+// regular file would still read as before.
 func RemoveProcess(root string, pid uint32) error {
-	if err := os.RemoveAll(filepath.Join(root, strconv.FormatUint(uint64(pid), 10))); err != nil {
+	dir := filepath.Join(root, strconv.FormatUint(uint64(pid), 10))
+	for _, name := range [...]string{"stat", "cgroup"} {
+		if err := os.Truncate(filepath.Join(dir, name), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("fake procfs: %w", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("fake procfs: %w", err)
 	}
 	return nil
