@@ -108,6 +108,14 @@ type Usage struct {
 	// first had one (EnergySplitter), in container rows when the device's
 	// EnergyKnown.
 	EnergyJoules float64
+	// Mechanism is the sharing mechanism that limits them (MPS, HAMi), or
+	// MechanismNone; MemoryLimitBytes and SMLimit are what it gave them
+	// of the device (0: no limit of that kind). A container row has the
+	// largest of its processes' limits (processes of one container start
+	// with the same environment).
+	Mechanism        Mechanism
+	MemoryLimitBytes uint64
+	SMLimit          float64
 }
 
 // DeviceUsage is the usage of one GPU or MIG device.
@@ -326,7 +334,7 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 	index := map[Who]int{}
 	for i := range d.Processes {
 		p := &d.Processes[i]
-		res := a.resolved[a.at[p.PID]]
+		res := &a.resolved[a.at[p.PID]]
 		owner, err := res.Owner, res.Err
 		if err != nil {
 			a.failed(p.PID, err)
@@ -347,6 +355,10 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 		if !p.UsedKnown {
 			row.MemoryBytes = 0
 		}
+		if res.Limits.Known() {
+			row.Mechanism = res.Limits.Mechanism
+			row.MemoryLimitBytes, row.SMLimit = res.Limits.ForDevice()
+		}
 		if a.cfg.Mode == ModeProcess {
 			u.Processes = append(u.Processes, row)
 		}
@@ -362,6 +374,11 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 		c.MemoryBytes += row.MemoryBytes
 		c.MemoryKnown = c.MemoryKnown || row.MemoryKnown
 		c.SM += row.SM
+		if c.Mechanism == MechanismNone {
+			c.Mechanism = row.Mechanism
+		}
+		c.MemoryLimitBytes = max(c.MemoryLimitBytes, row.MemoryLimitBytes)
+		c.SMLimit = max(c.SMLimit, row.SMLimit)
 	}
 	for i := range u.Containers {
 		u.Containers[i].SM /= 100

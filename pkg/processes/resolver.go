@@ -75,7 +75,10 @@ type Lookup struct {
 // Resolution is the answer to one Lookup.
 type Resolution struct {
 	Owner Owner
-	Err   error
+	// Limits are what a sharing mechanism gave the process, read once
+	// from its environment when it was first resolved.
+	Limits Limits
+	Err    error
 }
 
 // miss is a listed PID the cache could not answer, with the start time
@@ -87,9 +90,10 @@ type miss struct {
 }
 
 type cached struct {
-	start uint64
-	owner Owner
-	round uint64
+	start  uint64
+	owner  Owner
+	limits Limits
+	round  uint64
 	// held is the process's stat file, kept open; nil where it could not
 	// be.
 	held *bounded.Held
@@ -191,7 +195,7 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 				c.held = res.Held
 			}
 			r.cache[l.PID] = c
-			out[i] = Resolution{Owner: c.owner}
+			out[i] = Resolution{Owner: c.owner, Limits: c.limits}
 		case l.Known && ok:
 			r.forget(l.PID)
 			res.Held.Close()
@@ -215,19 +219,29 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 	r.files = r.files[:0]
 	for _, m := range r.misses {
 		pid := in[m.i].PID
+		// environ before the second stat: the stat read vouches for the
+		// cgroup and environ reads before it.
 		r.files = append(r.files,
 			bounded.File{Path: r.procPath(pid, "cgroup"), Limit: MaxCgroupBytes},
+			bounded.File{Path: r.procPath(pid, "environ"), Limit: MaxEnvironBytes},
 			bounded.File{Path: r.procPath(pid, "stat"), Limit: MaxStatBytes})
 	}
 	r.read(ctx)
 	for k, m := range r.misses {
 		pid := in[m.i].PID
-		owner, err := r.owner(pid, r.files[2*k].Path, r.results[2*k])
+		owner, err := r.owner(pid, r.files[3*k].Path, r.results[3*k])
+		// An environment that cannot be read (no ptrace access to the
+		// process, larger than its cap) leaves the limits unknown; it
+		// does not stop attribution.
+		var limits Limits
+		if env := r.results[3*k+1]; env.Err == nil {
+			limits = ParseEnviron(env.Data)
+		}
 		if err == nil {
 			// The cgroup file read may belong to a process that took the
 			// PID after the first stat read: the start time must not have
 			// moved.
-			if again, serr := r.startTime(pid, r.files[2*k+1].Path, r.results[2*k+1]); serr != nil || again != m.start {
+			if again, serr := r.startTime(pid, r.files[3*k+2].Path, r.results[3*k+2]); serr != nil || again != m.start {
 				err = fmt.Errorf("pid %d: reused during the read: %w", pid, ErrExited)
 			}
 		}
@@ -238,12 +252,12 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 			continue
 		}
 		if _, ok := r.cache[pid]; ok || len(r.cache) < r.max {
-			r.cache[pid] = cached{start: m.start, owner: owner, round: r.round, held: m.held}
+			r.cache[pid] = cached{start: m.start, owner: owner, limits: limits, round: r.round, held: m.held}
 		} else {
 			m.held.Close()
 			r.Uncached++
 		}
-		out[m.i] = Resolution{Owner: owner}
+		out[m.i] = Resolution{Owner: owner, Limits: limits}
 	}
 }
 
