@@ -75,3 +75,14 @@ func (h *Held) readAt(limit int64, buf []byte) ([]byte, error) {
 }
 
 func closeFD(fd int) { _ = syscall.Close(fd) }
+
+// HoldLimit is how many files a process may keep held: a quarter of its
+// limit on open files (RLIMIT_NOFILE, which the Go runtime raises to the
+// hard limit at start), so that held files never starve other opens.
+func HoldLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return int(min(rl.Cur/4, 1<<20)) //nolint:gosec // bounded above
+}

@@ -113,3 +113,32 @@ func TestResolverRealProcfs(t *testing.T) {
 		t.Fatalf("reaped child: %v, want ErrExited", err)
 	}
 }
+
+// TestResolverHoldsWithinItsBound: beyond holdMax held files (a quarter of
+// the open-file limit) processes are resolved by path on every collection,
+// as before, and still answered from the cache.
+func TestResolverHoldsWithinItsBound(t *testing.T) {
+	t.Parallel()
+	r, root := newTestResolver(t, 0)
+	r.holdMax = 1
+	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
+	writeProc(t, root, 200, 5000, cgroupOf(uid2, cid2))
+	for range 3 {
+		r.Begin()
+		for pid, want := range map[uint32]string{100: uid, 200: uid2} {
+			if o, err := r.Resolve(t.Context(), pid); err != nil || o.PodUID != want {
+				t.Fatalf("Resolve(%d) = %+v, %v", pid, o, err)
+			}
+		}
+		r.End()
+		held := 0
+		for _, c := range r.cache {
+			if c.held != nil {
+				held++
+			}
+		}
+		if held != 1 || r.Cached() != 2 {
+			t.Fatalf("%d files held, %d PIDs cached; want 1 and 2", held, r.Cached())
+		}
+	}
+}

@@ -64,6 +64,10 @@ type Resolver struct {
 	misses  []miss
 	again   []int
 	path    []byte
+	// holdMax bounds the stat files held open (bounded.HoldLimit: a
+	// quarter of the open-file limit); held counts them as of the last
+	// End, holds what this collection asked for since.
+	holdMax, held, holds int
 }
 
 // Lookup is one PID for ResolveAll; Known asks ResolveKnown's question.
@@ -112,7 +116,8 @@ func NewResolver(procfs string, maxCached int) (*Resolver, error) {
 	if maxCached == 0 {
 		maxCached = DefaultMaxCached
 	}
-	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, batch: bounded.Batch{Stall: ProcReadTimeout}}, nil
+	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, batch: bounded.Batch{Stall: ProcReadTimeout},
+		holdMax: min(maxCached, bounded.HoldLimit())}, nil
 }
 
 // Begin starts a collection.
@@ -121,11 +126,23 @@ func (r *Resolver) Begin() { r.round++ }
 // End forgets the PIDs not resolved since Begin: they have exited or left
 // the GPUs.
 func (r *Resolver) End() {
+	r.held, r.holds = 0, 0
 	for pid, c := range r.cache {
 		if c.round != r.round {
 			r.forget(pid)
+		} else if c.held != nil {
+			r.held++
 		}
 	}
+}
+
+// hold reports whether one more stat file may be held open.
+func (r *Resolver) hold() bool {
+	if r.held+r.holds >= r.holdMax {
+		return false
+	}
+	r.holds++
+	return true
 }
 
 // Cached returns the number of PIDs in the cache.
@@ -170,7 +187,7 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 			r.files = append(r.files, bounded.File{Path: c.held.Path(), Limit: MaxStatBytes, Held: c.held})
 			continue
 		}
-		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes, Hold: !l.Known})
+		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes, Hold: !l.Known && r.hold()})
 	}
 	r.read(ctx)
 	r.misses, r.again = r.misses[:0], r.again[:0]
@@ -269,7 +286,7 @@ func (r *Resolver) readAgain(ctx context.Context, in []Lookup, out []Resolution)
 	}
 	r.files = r.files[:0]
 	for _, i := range r.again {
-		r.files = append(r.files, bounded.File{Path: r.procPath(in[i].PID, "stat"), Limit: MaxStatBytes, Hold: true})
+		r.files = append(r.files, bounded.File{Path: r.procPath(in[i].PID, "stat"), Limit: MaxStatBytes, Hold: r.hold()})
 	}
 	r.read(ctx)
 	for k, i := range r.again {
