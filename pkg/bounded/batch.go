@@ -40,13 +40,23 @@ type Batch struct {
 type File struct {
 	Path  string
 	Limit int64
+	// Hold asks to keep the file open: Result.Held is then set when the
+	// read succeeds (nil where files cannot be held, or when ReadFile
+	// stands in for the read).
+	Hold bool
+	// Held, when set, is read again from its start in place of opening
+	// Path (which should be Held.Path(): reads given up on are held
+	// pending by Path).
+	Held *Held
 }
 
 // Result is one file's content or error. Data aliases the Batch's storage
-// and stays valid until the next Read.
+// and stays valid until the next Read. Held is the file kept open for
+// File.Hold; the caller closes it.
 type Result struct {
 	Data []byte
 	Err  error
+	Held *Held
 }
 
 // batchRun is one goroutine's part of a list. Under abandoned's lock it
@@ -76,7 +86,7 @@ func (b *Batch) Read(ctx context.Context, files []File, out []Result) {
 		run := &batchRun{files: files[start:], results: make([]Result, len(files)-start), done: make(chan struct{})}
 		buf := b.buf[:0]
 		b.buf = nil // the run owns it until it is done
-		go run.loop(read, buf)
+		go run.loop(read, b.ReadFile == nil, buf)
 		n, finished := b.wait(ctx, run)
 		copy(out[start:], run.results[:n])
 		if finished {
@@ -151,7 +161,7 @@ func (r *batchRun) giveUp() (int, bool) {
 }
 
 // loop reads the run's paths in order until it is done or given up on.
-func (r *batchRun) loop(read func(string, int64, []byte) ([]byte, error), buf []byte) {
+func (r *batchRun) loop(read func(string, int64, []byte) ([]byte, error), canHold bool, buf []byte) {
 	for i, f := range r.files {
 		p := f.Path
 		abandoned.Lock()
@@ -166,7 +176,16 @@ func (r *batchRun) loop(read func(string, int64, []byte) ([]byte, error), buf []
 			res.Err = fmt.Errorf("%s: %w", p, ErrPending)
 		} else {
 			from := len(buf)
-			data, err := read(p, f.Limit, buf)
+			var data []byte
+			var err error
+			switch {
+			case f.Held != nil:
+				data, err = f.Held.again(f.Limit, buf)
+			case f.Hold && canHold:
+				data, res.Held, err = openHeld(p, f.Limit, buf)
+			default:
+				data, err = read(p, f.Limit, buf)
+			}
 			if err == nil {
 				buf = data
 				res.Data = data[from:len(data):len(data)]
@@ -177,6 +196,7 @@ func (r *batchRun) loop(read func(string, int64, []byte) ([]byte, error), buf []
 		abandoned.Lock()
 		if r.gaveUp {
 			// This read was the one given up on: it is back.
+			res.Held.Close()
 			if abandoned.keys[p]--; abandoned.keys[p] <= 0 {
 				delete(abandoned.keys, p)
 			}

@@ -58,6 +58,12 @@ func newBenchAccounting(b *testing.B, inv *source.Inventory, perGPU int) *proces
 			if err := processes.WriteProcess(root, pid, "python3", 100, cgroup); err != nil {
 				b.Fatal(err)
 			}
+			// Issue 36: the environment, read once per process, with
+			// HAMi's limits.
+			env := []string{"PATH=/usr/local/bin:/usr/bin", "NVIDIA_VISIBLE_DEVICES=" + e.UUID, "CUDA_DEVICE_MEMORY_LIMIT_0=3000m", "CUDA_DEVICE_SM_LIMIT=25"}
+			if err := processes.WriteEnviron(root, pid, env); err != nil {
+				b.Fatal(err)
+			}
 			d.Processes = append(d.Processes, processes.Process{PID: pid, Type: processes.Compute, UsedBytes: 1 << 30, UsedKnown: true, SM: 5, Sampled: true})
 			pid++
 		}

@@ -156,5 +156,6 @@ func usageRow(entity int, util bool, u processes.Usage) exposition.ContainerUsag
 		Entity: entity, Namespace: u.Namespace, Pod: u.Pod, Container: u.Container,
 		PodUID: u.PodUID, ContainerID: u.ContainerID, PID: u.PID, Processes: u.Processes,
 		Utilization: u.SM, UtilizationKnown: util, MemoryBytes: float64(u.MemoryBytes), MemoryKnown: u.MemoryKnown,
+		Mechanism: u.Mechanism.String(), MemoryLimitBytes: float64(u.MemoryLimitBytes), SMLimit: u.SMLimit,
 	}
 }

@@ -33,6 +33,12 @@ type ContainerUsage struct {
 	// counter, when EnergyKnown (container rows only; accounting.go).
 	EnergyJoules float64
 	EnergyKnown  bool
+	// Mechanism names the sharing mechanism ("mps", "hami") that gave the
+	// container MemoryLimitBytes and SMLimit of the entity (0: none of
+	// that kind); empty when none did (container rows only).
+	Mechanism        string
+	MemoryLimitBytes float64
+	SMLimit          float64
 }
 
 // The process accounting families of Prometheus naming. dcgm-exporter
@@ -81,6 +87,34 @@ var (
 		render: func(p *pageWriter, in Input, f family) {
 			for i, l := range p.usageLabels(in) {
 				p.line(&f, l, "", "", float64(in.Containers[i].Processes))
+			}
+		},
+	}
+	// containerMemoryLimitFamily is gpu_container_memory_limit_bytes:
+	// Input.Containers with a mechanism's memory limit.
+	containerMemoryLimitFamily = Family{
+		Name: "gpu_container_memory_limit_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Device memory the sharing mechanism gave the container's processes on the GPU, beside gpu_container_memory_used_bytes: mechanism=\"mps\" from CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, mechanism=\"hami\" from HAMi's CUDA_DEVICE_MEMORY_LIMIT(_<i>), read from the environment each process started with. Only where a limit is set, with per-process accounting.",
+		Labels: append(append([]string(nil), usageLabelNames...), "mechanism"), Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.usageLabels(in) {
+				if u := &in.Containers[i]; u.Mechanism != "" && u.MemoryLimitBytes > 0 {
+					p.line(&f, l, "mechanism", u.Mechanism, u.MemoryLimitBytes)
+				}
+			}
+		},
+	}
+	// containerSMLimitFamily is gpu_container_sm_limit_ratio:
+	// Input.Containers with a mechanism's SM share.
+	containerSMLimitFamily = Family{
+		Name: "gpu_container_sm_limit_ratio", Type: fields.Gauge, Naming: NamingPrometheus,
+		Help:   "Share of the GPU's SMs (0-1) the sharing mechanism gave the container's processes, beside gpu_container_utilization_ratio: mechanism=\"mps\" from CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, mechanism=\"hami\" from HAMi's CUDA_DEVICE_SM_LIMIT(_<i>), read from the environment each process started with. Only where a limit is set, with per-process accounting.",
+		Labels: append(append([]string(nil), usageLabelNames...), "mechanism"), Optional: usageOptional,
+		render: func(p *pageWriter, in Input, f family) {
+			for i, l := range p.usageLabels(in) {
+				if u := &in.Containers[i]; u.Mechanism != "" && u.SMLimit > 0 {
+					p.line(&f, l, "mechanism", u.Mechanism, u.SMLimit)
+				}
 			}
 		},
 	}

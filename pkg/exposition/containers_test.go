@@ -111,3 +111,38 @@ func TestRenderAccounting(t *testing.T) {
 		}
 	}
 }
+
+// A container with a HAMi limit, one with MPS's thread share only, one
+// with no mechanism: the limit families carry the mechanism label and
+// only the limits that are set.
+func TestRenderContainerLimits(t *testing.T) {
+	t.Parallel()
+	in := familiesInput(t, []fields.Field{fields.MustNew().All()[0]})
+	in.Containers = []ContainerUsage{
+		{Entity: 0, Namespace: "ml", Pod: "a", Container: "c", Processes: 1, Mechanism: "hami", MemoryLimitBytes: 3000 << 20, SMLimit: 0.5},
+		{Entity: 0, Namespace: "ml", Pod: "b", Container: "c", Processes: 1, Mechanism: "mps", SMLimit: 0.25},
+		{Entity: 0, Namespace: "ml", Pod: "c", Container: "c", Processes: 1},
+	}
+	in.Processes = nil
+	fams := parseText(t, NewRenderer(Options{Naming: NamingPrometheus}).Render(in).Text)
+	got := map[string]float64{}
+	for _, name := range []string{"gpu_container_memory_limit_bytes", "gpu_container_sm_limit_ratio"} {
+		for _, m := range fams[name].GetMetric() {
+			l := labelMap(m)
+			got[name+" "+l["pod"]+" "+l["mechanism"]] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"gpu_container_memory_limit_bytes a hami": 3000 << 20,
+		"gpu_container_sm_limit_ratio a hami":     0.5,
+		"gpu_container_sm_limit_ratio b mps":      0.25,
+	}
+	if len(got) != len(want) {
+		t.Errorf("limit series %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}

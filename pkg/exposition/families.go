@@ -87,6 +87,7 @@ func declaredFamilies() []*Family {
 		&xidErrorsFamily, &xidLastSeenFamily, &lostFamily, &healthFamily,
 		&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily, &p2pStatusFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,
+		&containerMemoryLimitFamily, &containerSMLimitFamily,
 		&processUtilizationFamily, &processMemoryFamily,
 		&containerEnergyFamily, &idleEnergyFamily, &orphanProcessesFamily, &orphanMemoryFamily,
 		&nvlinkUpFamily, &nvswitchInfoFamily, &nvlinkPeerFamily, &draClaimFamily,

@@ -49,7 +49,8 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 		Health: []source.HealthIncident{{GPU: 1, UUID: "GPU-b", Subsystem: "pcie", Status: source.HealthWarn}},
 		P2P:    []source.P2PLink{{GPU: 0, Peer: 1, Status: 0}, {GPU: 1, Peer: 0, Status: 0}},
 		Containers: []ContainerUsage{
-			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true, EnergyJoules: 12.5, EnergyKnown: true},
+			{Entity: 0, Namespace: "ml", Pod: "train", Container: "main", Processes: 2, Utilization: 0.5, UtilizationKnown: true, MemoryBytes: 1 << 30, MemoryKnown: true, EnergyJoules: 12.5, EnergyKnown: true,
+				Mechanism: "hami", MemoryLimitBytes: 2 << 30, SMLimit: 0.5},
 			{Entity: 2, PodUID: "uid-2", ContainerID: "c0ffee", Processes: 1, MemoryBytes: 1 << 20, MemoryKnown: true},
 		},
 		Accounting: []DeviceAccounting{{Entity: 0, Orphans: [NumOrphanReasons]float64{1, 0}, OrphanMemoryBytes: [NumOrphanReasons]float64{1 << 30, 0},

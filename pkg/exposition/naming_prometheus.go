@@ -124,6 +124,7 @@ var (
 	prometheusTail = []*Family{&allocationFamily, &draClaimFamily, &xidErrorsFamily, &xidLastSeenFamily,
 		&lostFamily, &healthFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,
+		&containerMemoryLimitFamily, &containerSMLimitFamily,
 		&processUtilizationFamily, &processMemoryFamily,
 		&containerEnergyFamily, &idleEnergyFamily, &orphanProcessesFamily, &orphanMemoryFamily}
 )

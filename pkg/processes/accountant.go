@@ -108,6 +108,14 @@ type Usage struct {
 	// first had one (EnergySplitter), in container rows when the device's
 	// EnergyKnown.
 	EnergyJoules float64
+	// Mechanism is the sharing mechanism that limits them (MPS, HAMi), or
+	// MechanismNone; MemoryLimitBytes and SMLimit are what it gave them
+	// of the device (0: no limit of that kind). A container row has the
+	// largest of its processes' limits (processes of one container start
+	// with the same environment).
+	Mechanism        Mechanism
+	MemoryLimitBytes uint64
+	SMLimit          float64
 }
 
 // DeviceUsage is the usage of one GPU or MIG device.
@@ -208,10 +216,11 @@ func NewAccountant(cfg Config, sampler Sampler, logger *slog.Logger, reg prometh
 	return a, nil
 }
 
-// Close unregisters the self-metrics; whoever opened the sampler closes
-// it.
+// Close unregisters the self-metrics and closes the procfs files the
+// resolver holds; whoever opened the sampler closes it.
 func (a *Accountant) Close() {
 	a.m.unregister(a.reg)
+	a.resolver.Close()
 }
 
 // Collect samples every device and attributes its processes. When the
@@ -325,7 +334,7 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 	index := map[Who]int{}
 	for i := range d.Processes {
 		p := &d.Processes[i]
-		res := a.resolved[a.at[p.PID]]
+		res := &a.resolved[a.at[p.PID]]
 		owner, err := res.Owner, res.Err
 		if err != nil {
 			a.failed(p.PID, err)
@@ -346,6 +355,10 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 		if !p.UsedKnown {
 			row.MemoryBytes = 0
 		}
+		if res.Limits.Known() {
+			row.Mechanism = res.Limits.Mechanism
+			row.MemoryLimitBytes, row.SMLimit = res.Limits.ForDevice()
+		}
 		if a.cfg.Mode == ModeProcess {
 			u.Processes = append(u.Processes, row)
 		}
@@ -361,6 +374,11 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 		c.MemoryBytes += row.MemoryBytes
 		c.MemoryKnown = c.MemoryKnown || row.MemoryKnown
 		c.SM += row.SM
+		if c.Mechanism == MechanismNone {
+			c.Mechanism = row.Mechanism
+		}
+		c.MemoryLimitBytes = max(c.MemoryLimitBytes, row.MemoryLimitBytes)
+		c.SMLimit = max(c.SMLimit, row.SMLimit)
 	}
 	for i := range u.Containers {
 		u.Containers[i].SM /= 100

@@ -364,6 +364,9 @@ func scaleNode(t testing.TB, root string, gpus, perGPU int) (*fixedSampler, podT
 			if err := WriteProcess(root, pid, "python", 1, cgroupOf(uid, cid)); err != nil {
 				t.Fatal(err)
 			}
+			if err := WriteEnviron(root, pid, []string{"PATH=/usr/bin", "CUDA_DEVICE_SM_LIMIT=25"}); err != nil {
+				t.Fatal(err)
+			}
 			d.Processes = append(d.Processes, Process{PID: pid, Type: Compute, UsedBytes: 1 << 30, UsedKnown: true, SM: 5, Sampled: true})
 			pid++
 		}

@@ -1,7 +1,9 @@
 package processes
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,10 +32,34 @@ func WriteProcess(root string, pid uint32, comm string, start uint64, cgroup str
 	return nil
 }
 
+// WriteEnviron writes <root>/<pid>/environ, the environment the process
+// started with, NUL-separated as procfs shows it (proc(5)); the Resolver
+// reads the sharing limits from it (limits.go).
+func WriteEnviron(root string, pid uint32, env []string) error {
+	var b []byte
+	for _, kv := range env {
+		b = append(append(b, kv...), 0)
+	}
+	p := filepath.Join(root, strconv.FormatUint(uint64(pid), 10), "environ")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return fmt.Errorf("fake procfs: %w", err)
+	}
+	return nil
+}
+
 // RemoveProcess removes pid's directory under root, as the kernel does when
-// the process is reaped.
+// the process is reaped. It first empties the process's files: a Resolver
+// holds a cached process's stat file open (bounded.Held), and on procfs
+// reads of a held file fail once its process is gone, where a removed
+// regular file would still read as before.
 func RemoveProcess(root string, pid uint32) error {
-	if err := os.RemoveAll(filepath.Join(root, strconv.FormatUint(uint64(pid), 10))); err != nil {
+	dir := filepath.Join(root, strconv.FormatUint(uint64(pid), 10))
+	for _, name := range [...]string{"stat", "cgroup", "environ"} {
+		if err := os.Truncate(filepath.Join(dir, name), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("fake procfs: %w", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("fake procfs: %w", err)
 	}
 	return nil

@@ -62,7 +62,12 @@ type Resolver struct {
 	files   []bounded.File
 	results []bounded.Result
 	misses  []miss
+	again   []int
 	path    []byte
+	// holdMax bounds the stat files held open (bounded.HoldLimit: a
+	// quarter of the open-file limit); held counts them as of the last
+	// End, holds what this collection asked for since.
+	holdMax, held, holds int
 }
 
 // Lookup is one PID for ResolveAll; Known asks ResolveKnown's question.
@@ -74,7 +79,10 @@ type Lookup struct {
 // Resolution is the answer to one Lookup.
 type Resolution struct {
 	Owner Owner
-	Err   error
+	// Limits are what a sharing mechanism gave the process, read once
+	// from its environment when it was first resolved.
+	Limits Limits
+	Err    error
 }
 
 // miss is a listed PID the cache could not answer, with the start time
@@ -82,12 +90,17 @@ type Resolution struct {
 type miss struct {
 	i     int
 	start uint64
+	held  *bounded.Held
 }
 
 type cached struct {
-	start uint64
-	owner Owner
-	round uint64
+	start  uint64
+	owner  Owner
+	limits Limits
+	round  uint64
+	// held is the process's stat file, kept open; nil where it could not
+	// be.
+	held *bounded.Held
 }
 
 // NewResolver returns a Resolver reading procfs (a directory laid out as
@@ -103,7 +116,8 @@ func NewResolver(procfs string, maxCached int) (*Resolver, error) {
 	if maxCached == 0 {
 		maxCached = DefaultMaxCached
 	}
-	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, batch: bounded.Batch{Stall: ProcReadTimeout}}, nil
+	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, batch: bounded.Batch{Stall: ProcReadTimeout},
+		holdMax: min(maxCached, bounded.HoldLimit())}, nil
 }
 
 // Begin starts a collection.
@@ -112,11 +126,23 @@ func (r *Resolver) Begin() { r.round++ }
 // End forgets the PIDs not resolved since Begin: they have exited or left
 // the GPUs.
 func (r *Resolver) End() {
+	r.held, r.holds = 0, 0
 	for pid, c := range r.cache {
 		if c.round != r.round {
-			delete(r.cache, pid)
+			r.forget(pid)
+		} else if c.held != nil {
+			r.held++
 		}
 	}
+}
+
+// hold reports whether one more stat file may be held open.
+func (r *Resolver) hold() bool {
+	if r.held+r.holds >= r.holdMax {
+		return false
+	}
+	r.holds++
+	return true
 }
 
 // Cached returns the number of PIDs in the cache.
@@ -143,71 +169,148 @@ func (r *Resolver) ResolveKnown(ctx context.Context, pid uint32) (Owner, error) 
 }
 
 // ResolveAll answers each lookup into out (len(out) must be len(in)), as
-// Resolve or ResolveKnown would, reading procfs in two passes of one
-// bounded batch each: every PID's stat (its start time), then the cgroup
-// and stat again of the PIDs the cache cannot answer.
+// Resolve or ResolveKnown would, reading procfs in bounded batches: every
+// PID's stat (its start time), then the cgroup and stat again of the PIDs
+// the cache cannot answer.
+//
+// A cached PID's stat file is held open (bounded.Held) and read again
+// through its descriptor, one pread(2) instead of open, fstat, read and
+// close: on procfs the descriptor stays bound to the process that was
+// resolved, and fails once it is gone, so a reused PID is never answered
+// from the cache; the start time is compared as well. A listed PID whose
+// held file says the process is gone is resolved anew by path: another
+// process may have taken it.
 func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution) {
 	r.files = r.files[:0]
 	for _, l := range in {
-		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes})
+		if c, ok := r.cache[l.PID]; ok && c.held != nil {
+			r.files = append(r.files, bounded.File{Path: c.held.Path(), Limit: MaxStatBytes, Held: c.held})
+			continue
+		}
+		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes, Hold: !l.Known && r.hold()})
 	}
 	r.read(ctx)
-	r.misses = r.misses[:0]
+	r.misses, r.again = r.misses[:0], r.again[:0]
 	for i, l := range in {
-		start, err := r.startTime(l.PID, r.files[i].Path, r.results[i])
+		res := r.results[i]
+		start, err := r.startTime(l.PID, r.files[i].Path, res)
+		c, ok := r.cache[l.PID]
 		if err != nil {
-			delete(r.cache, l.PID)
+			res.Held.Close()
+			r.forget(l.PID)
+			if ok && c.held != nil && !l.Known && errors.Is(err, ErrExited) {
+				r.again = append(r.again, i)
+				continue
+			}
 			out[i] = Resolution{Err: err}
 			continue
 		}
-		c, ok := r.cache[l.PID]
 		switch {
 		case ok && c.start == start:
 			c.round = r.round
+			if c.held == nil {
+				c.held = res.Held
+			}
 			r.cache[l.PID] = c
-			out[i] = Resolution{Owner: c.owner}
+			out[i] = Resolution{Owner: c.owner, Limits: c.limits}
 		case l.Known && ok:
-			delete(r.cache, l.PID)
+			r.forget(l.PID)
+			res.Held.Close()
 			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and reused: %w", l.PID, ErrExited)}
 		case l.Known:
+			res.Held.Close()
 			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and not seen before: %w", l.PID, ErrExited)}
 		default:
-			r.misses = append(r.misses, miss{i: i, start: start})
+			if ok && c.held != res.Held {
+				c.held.Close()
+				c.held = nil
+				r.cache[l.PID] = c
+			}
+			r.misses = append(r.misses, miss{i: i, start: start, held: res.Held})
 		}
 	}
+	r.readAgain(ctx, in, out)
 	if len(r.misses) == 0 {
 		return
 	}
 	r.files = r.files[:0]
 	for _, m := range r.misses {
 		pid := in[m.i].PID
+		// environ before the second stat: the stat read vouches for the
+		// cgroup and environ reads before it.
 		r.files = append(r.files,
 			bounded.File{Path: r.procPath(pid, "cgroup"), Limit: MaxCgroupBytes},
+			bounded.File{Path: r.procPath(pid, "environ"), Limit: MaxEnvironBytes},
 			bounded.File{Path: r.procPath(pid, "stat"), Limit: MaxStatBytes})
 	}
 	r.read(ctx)
 	for k, m := range r.misses {
 		pid := in[m.i].PID
-		owner, err := r.owner(pid, r.files[2*k].Path, r.results[2*k])
+		owner, err := r.owner(pid, r.files[3*k].Path, r.results[3*k])
+		// An environment that cannot be read (no ptrace access to the
+		// process, larger than its cap) leaves the limits unknown; it
+		// does not stop attribution.
+		var limits Limits
+		if env := r.results[3*k+1]; env.Err == nil {
+			limits = ParseEnviron(env.Data)
+		}
 		if err == nil {
 			// The cgroup file read may belong to a process that took the
 			// PID after the first stat read: the start time must not have
 			// moved.
-			if again, serr := r.startTime(pid, r.files[2*k+1].Path, r.results[2*k+1]); serr != nil || again != m.start {
+			if again, serr := r.startTime(pid, r.files[3*k+2].Path, r.results[3*k+2]); serr != nil || again != m.start {
 				err = fmt.Errorf("pid %d: reused during the read: %w", pid, ErrExited)
 			}
 		}
 		if err != nil {
-			delete(r.cache, pid)
+			r.forget(pid)
+			m.held.Close()
 			out[m.i] = Resolution{Err: err}
 			continue
 		}
 		if _, ok := r.cache[pid]; ok || len(r.cache) < r.max {
-			r.cache[pid] = cached{start: m.start, owner: owner, round: r.round}
+			r.cache[pid] = cached{start: m.start, owner: owner, limits: limits, round: r.round, held: m.held}
 		} else {
+			m.held.Close()
 			r.Uncached++
 		}
-		out[m.i] = Resolution{Owner: owner}
+		out[m.i] = Resolution{Owner: owner, Limits: limits}
+	}
+}
+
+// readAgain reads by path the stat of the listed PIDs in r.again, whose
+// held file said the cached process is gone, and adds them to r.misses.
+func (r *Resolver) readAgain(ctx context.Context, in []Lookup, out []Resolution) {
+	if len(r.again) == 0 {
+		return
+	}
+	r.files = r.files[:0]
+	for _, i := range r.again {
+		r.files = append(r.files, bounded.File{Path: r.procPath(in[i].PID, "stat"), Limit: MaxStatBytes, Hold: r.hold()})
+	}
+	r.read(ctx)
+	for k, i := range r.again {
+		start, err := r.startTime(in[i].PID, r.files[k].Path, r.results[k])
+		if err != nil {
+			out[i] = Resolution{Err: err}
+			continue
+		}
+		r.misses = append(r.misses, miss{i: i, start: start, held: r.results[k].Held})
+	}
+}
+
+// forget drops pid from the cache, closing its held file.
+func (r *Resolver) forget(pid uint32) {
+	if c, ok := r.cache[pid]; ok {
+		c.held.Close()
+		delete(r.cache, pid)
+	}
+}
+
+// Close closes the held files and empties the cache.
+func (r *Resolver) Close() {
+	for pid := range r.cache {
+		r.forget(pid)
 	}
 }
 
@@ -266,16 +369,44 @@ func (r *Resolver) startTime(pid uint32, path string, res bounded.Result) (uint6
 		return 0, fmt.Errorf("%s: no command name in parentheses", path)
 	}
 	// After ')' come field 3 (state) onwards; start time is field 22.
-	f := bytes.Fields(b[end+1:])
+	// Fields are counted by hand: bytes.Fields allocated a slice per
+	// process per collection.
 	const startField = 22 - 3
-	if len(f) <= startField {
-		return 0, fmt.Errorf("%s: %d fields after the command name, want at least %d", path, len(f), startField+1)
+	field, n := statField(b[end+1:], startField)
+	if field == nil {
+		return 0, fmt.Errorf("%s: %d fields after the command name, want at least %d", path, n, startField+1)
 	}
-	v, err := strconv.ParseUint(string(f[startField]), 10, 64)
+	v, err := strconv.ParseUint(string(field), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%s: start time: %w", path, err)
 	}
 	return v, nil
+}
+
+// statField returns the k-th (from 0) of the fields of b separated by
+// ASCII white space, or nil and how many fields b has.
+func statField(b []byte, k int) ([]byte, int) {
+	n := 0
+	for i := 0; i < len(b); {
+		if asciiSpace(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && !asciiSpace(b[j]) {
+			j++
+		}
+		if n == k {
+			return b[i:j], n
+		}
+		n++
+		i = j
+	}
+	return nil, n
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // gone reports whether a read failed because the process is gone: its

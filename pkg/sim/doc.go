@@ -56,6 +56,7 @@
 //	    mig: [{gpu: 0, gpu_instance: 7}]  # MIG instances -> file "0.7"
 //	        processes:            # optional: what it runs on GPUs (process accounting)
 //	          - {pid: 4101, gpu: 0, type: compute, memory_mib: 30000, sm: SPEC}  # or mig: {gpu: 0, gpu_instance: 7}; type compute, graphics or mps
+//	            # env: {CUDA_DEVICE_SM_LIMIT: "50"}  optional: the environment it started with (/proc/<pid>/environ), e.g. MPS's or HAMi's limits
 //	    cgroup: v2/systemd/containerd  # optional: its processes' /proc/<pid>/cgroup layout (default: pods take every layout in turn)
 //	host_processes:               # optional: processes outside every pod
 //	  - {pid: 2101, name: Xorg, type: graphics, gpu: 0, memory_mib: 120, sm: 1, cgroup: "0::/system.slice/display-manager.service"}

@@ -40,6 +40,9 @@ type simProcess struct {
 	memory, sm *fieldSpec
 	// cgroup is the content of /proc/<pid>/cgroup.
 	cgroup string
+	// env is the environment the process started with, KEY=VALUE in the
+	// scenario's order (/proc/<pid>/environ): MPS's and HAMi's limits.
+	env []string
 }
 
 // cgroupFormats are the /proc/<pid>/cgroup layouts the simulator writes
@@ -125,7 +128,7 @@ func (b *builder) processList(n *yaml.Node, p string, host bool) ([]simProcess, 
 
 func (b *builder) process(n *yaml.Node, p string, host bool) (simProcess, error) {
 	d := b.d
-	keys := []string{"pid", "name", "type", "gpu", "mig", "memory_mib", "sm"}
+	keys := []string{"pid", "name", "type", "gpu", "mig", "memory_mib", "sm", "env"}
 	if host {
 		keys = append(keys, "cgroup")
 	}
@@ -160,6 +163,19 @@ func (b *builder) process(n *yaml.Node, p string, host bool) (simProcess, error)
 	}
 	if err := b.processDevice(o, p, &sp); err != nil {
 		return simProcess{}, err
+	}
+	if v, vp := o.at("env"); v != nil {
+		es, err := d.entries(v, vp)
+		if err != nil {
+			return simProcess{}, err
+		}
+		for _, e := range es {
+			val, err := d.str(e.val, keyPath(vp, e.key))
+			if err != nil {
+				return simProcess{}, err
+			}
+			sp.env = append(sp.env, e.key+"="+val)
+		}
 	}
 	salt := hashString(b.scn.name + "\x00pid\x00" + strconv.Itoa(int(pid)))
 	for _, k := range []struct {

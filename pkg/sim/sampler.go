@@ -133,6 +133,9 @@ func (p *ProcessSampler) writeTree(t time.Duration) error {
 		if err := processes.WriteProcess(p.root, r.proc.pid, r.proc.comm, start, r.proc.cgroup); err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
+		if err := processes.WriteEnviron(p.root, r.proc.pid, r.proc.env); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
 		p.written[r.proc.pid] = start
 	}
 	for pid := range p.written {

@@ -1,0 +1,144 @@
+//go:build linux
+
+package processes
+
+import (
+	"errors"
+	"os/exec"
+	"testing"
+)
+
+// TestResolverHoldsCachedStat: once a PID is cached, later collections
+// read its stat through the held file and open no path at all (the batch's
+// path reads fail here), and still see a reused PID (the fake rewrites the
+// held file in place with another start time) and an exit (RemoveProcess
+// empties the held file, as procfs's fail).
+func TestResolverHoldsCachedStat(t *testing.T) {
+	t.Parallel()
+	r, root := newTestResolver(t, 0)
+	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
+	r.Begin()
+	if o, err := r.Resolve(t.Context(), 100); err != nil || o.PodUID != uid {
+		t.Fatalf("first Resolve = %+v, %v", o, err)
+	}
+	r.batch.ReadFile = func(path string, _ int64, _ []byte) ([]byte, error) {
+		return nil, errors.New("path read of " + path)
+	}
+	for range 3 {
+		r.Begin()
+		if o, err := r.Resolve(t.Context(), 100); err != nil || o.PodUID != uid {
+			t.Fatalf("cached Resolve = %+v, %v; want the held file to answer", o, err)
+		}
+	}
+	r.batch.ReadFile = nil
+	if err := RemoveProcess(root, 100); err != nil {
+		t.Fatal(err)
+	}
+	r.Begin()
+	if _, err := r.Resolve(t.Context(), 100); !errors.Is(err, ErrExited) {
+		t.Fatalf("after exit: %v, want ErrExited", err)
+	}
+	if r.Cached() != 0 {
+		t.Errorf("cache holds %d PIDs after an exit", r.Cached())
+	}
+}
+
+// TestResolverPIDReusedWhileHeld: the cached process exits and a process
+// of another pod takes its PID before the next collection, which lists the
+// PID again: the held file says the cached process is gone, and the PID is
+// resolved anew by path, to the new pod; a PID not listed any more
+// (ResolveKnown) is not.
+func TestResolverPIDReusedWhileHeld(t *testing.T) {
+	t.Parallel()
+	for _, sameStart := range []bool{false, true} {
+		r, root := newTestResolver(t, 0)
+		writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
+		writeProc(t, root, 200, 5000, cgroupOf(uid, cid))
+		r.Begin()
+		for _, pid := range []uint32{100, 200} {
+			if _, err := r.Resolve(t.Context(), pid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := uint64(9000)
+		if sameStart {
+			start = 5000 // the fake's clock: only the held file can tell
+		}
+		for _, pid := range []uint32{100, 200} {
+			if err := RemoveProcess(root, pid); err != nil {
+				t.Fatal(err)
+			}
+			writeProc(t, root, pid, start, cgroupOf(uid2, cid2))
+		}
+		r.Begin()
+		if o, err := r.Resolve(t.Context(), 100); err != nil || o != (Owner{PodUID: uid2, ContainerID: cid2}) {
+			t.Fatalf("same start %v: reused PID resolves to %+v, %v; want pod %s", sameStart, o, err, uid2)
+		}
+		if _, err := r.ResolveKnown(t.Context(), 200); !errors.Is(err, ErrExited) {
+			t.Fatalf("same start %v: reused PID not listed: %v, want ErrExited", sameStart, err)
+		}
+	}
+}
+
+// TestResolverRealProcfs runs the resolver on the host's /proc: a child
+// process resolves, is answered from its held stat file while it runs, and
+// is ErrExited once reaped, whoever takes its PID.
+func TestResolverRealProcfs(t *testing.T) {
+	t.Parallel()
+	r, err := NewResolver("/proc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no child process: %v", err)
+	}
+	pid := uint32(cmd.Process.Pid) //nolint:gosec // a PID fits
+	for range 2 {
+		r.Begin()
+		if _, err := r.Resolve(t.Context(), pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("running child: %v", err)
+		}
+	}
+	if r.cache[pid].held == nil {
+		t.Error("the child's stat file is not held")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	r.Begin()
+	if _, err := r.ResolveKnown(t.Context(), pid); !errors.Is(err, ErrExited) {
+		t.Fatalf("reaped child: %v, want ErrExited", err)
+	}
+}
+
+// TestResolverHoldsWithinItsBound: beyond holdMax held files (a quarter of
+// the open-file limit) processes are resolved by path on every collection,
+// as before, and still answered from the cache.
+func TestResolverHoldsWithinItsBound(t *testing.T) {
+	t.Parallel()
+	r, root := newTestResolver(t, 0)
+	r.holdMax = 1
+	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
+	writeProc(t, root, 200, 5000, cgroupOf(uid2, cid2))
+	for range 3 {
+		r.Begin()
+		for pid, want := range map[uint32]string{100: uid, 200: uid2} {
+			if o, err := r.Resolve(t.Context(), pid); err != nil || o.PodUID != want {
+				t.Fatalf("Resolve(%d) = %+v, %v", pid, o, err)
+			}
+		}
+		r.End()
+		held := 0
+		for _, c := range r.cache {
+			if c.held != nil {
+				held++
+			}
+		}
+		if held != 1 || r.Cached() != 2 {
+			t.Fatalf("%d files held, %d PIDs cached; want 1 and 2", held, r.Cached())
+		}
+	}
+}
