@@ -25,7 +25,7 @@ func openHeld(path string, limit int64, buf []byte) ([]byte, *Held, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		closeFD(fd)
-		return nil, nil, notRegular(path, modeOf(st.Mode))
+		return nil, nil, notRegular(path, modeOf(uint32(st.Mode)))
 	}
 	data, err := h.readAt(limit, buf)
 	if err != nil {

@@ -29,7 +29,7 @@ func readRegular(path string, limit int64, buf []byte) ([]byte, error) {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, notRegular(path, modeOf(st.Mode))
+		return nil, notRegular(path, modeOf(uint32(st.Mode)))
 	}
 	if st.Size > limit {
 		return nil, tooLarge(path, limit)
