@@ -96,6 +96,11 @@ func TestDashboard12239InPlace(t *testing.T) {
 				}
 			}
 		}
+		// The MIG node's panels show its MIG instances (GPU_I_ID), as
+		// dcgm-exporter's do.
+		if r, err := s.query(`DCGM_FI_DEV_FB_USED{pod="gpu-exporter-mig", GPU_I_ID!=""}`); err != nil || len(r) == 0 {
+			problems = append(problems, fmt.Sprintf("no MIG instance series from the mig node: %v", err))
+		}
 		return problems
 	})
 }
