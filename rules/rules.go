@@ -21,9 +21,13 @@ import (
 const (
 	AlertsFile    = "alerts.yaml"
 	RecordingFile = "recording.yaml"
+	// OpenCostFile holds the opt-in recording rules that write the
+	// dcgm-exporter families OpenCost queries (prometheusRule.opencost);
+	// a plain rule file, not rendered from a source.
+	OpenCostFile = "opencost.yaml"
 )
 
-//go:embed alerts.yaml recording.yaml
+//go:embed alerts.yaml recording.yaml opencost.yaml
 var files embed.FS
 
 // File is a Prometheus rule file.
@@ -60,7 +64,8 @@ func Parse(data []byte) (*File, error) {
 	return &f, nil
 }
 
-// Load parses one of the shipped rule files (AlertsFile or RecordingFile).
+// Load parses one of the shipped rule files (AlertsFile, RecordingFile or
+// OpenCostFile).
 func Load(name string) (*File, error) {
 	data, err := files.ReadFile(name)
 	if err != nil {

@@ -52,7 +52,7 @@ func load(t *testing.T, name string) *rules.File {
 func TestPromtoolCheckRules(t *testing.T) {
 	t.Parallel()
 	bin := promtool(t)
-	out, err := exec.Command(bin, "check", "rules", rules.AlertsFile, rules.RecordingFile).CombinedOutput()
+	out, err := exec.Command(bin, "check", "rules", rules.AlertsFile, rules.RecordingFile, rules.OpenCostFile).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
@@ -180,6 +180,7 @@ func promtoolTestRules(t *testing.T, alerts, recording *rules.File, tests []stri
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, rules.AlertsFile), stripped)
+	writeFile(t, filepath.Join(dir, rules.OpenCostFile), readFile(t, rules.OpenCostFile))
 	args := []string{"test", "rules"}
 	if err := os.Mkdir(filepath.Join(dir, "tests"), 0o755); err != nil {
 		t.Fatal(err)
@@ -406,7 +407,7 @@ func TestEveryRuleHasUnitTests(t *testing.T) {
 			t.Errorf("alert %s: no unit test where it stays silent", r.Alert)
 		}
 	}
-	for _, r := range load(t, rules.RecordingFile).Rules() {
+	for _, r := range append(load(t, rules.RecordingFile).Rules(), load(t, rules.OpenCostFile).Rules()...) {
 		if !slices.ContainsFunc(exprs, func(e string) bool { return mentions(e, r.Record) }) {
 			t.Errorf("recording rule %s: no promql_expr_test queries it", r.Record)
 		}
