@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
@@ -72,7 +73,11 @@ type restGetter struct{ rc rest.Interface }
 
 func newRESTGetter(cfg *rest.Config) (*restGetter, error) {
 	c := rest.CopyConfig(cfg)
-	c.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
+	// Status registered, so that a refusal decodes into the API server's
+	// own Status (reason, message, details) rather than a generic error.
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	c.AcceptContentTypes = runtime.ContentTypeJSON
 	// LocalQueue v1beta1 answers with a deprecation warning header; it is
 	// read on purpose (above), so the warning is noise in the exporter's log.
@@ -298,4 +303,56 @@ func (o *owners) record(key ownerKey, obj ownerObject, state lookupState, err er
 	if changed {
 		o.version.Add(1)
 	}
+}
+
+// Access says whether the exporter may read one resource of pod owners.
+type Access struct {
+	// Group and Resource name it (apps replicasets, batch jobs,
+	// kueue.x-k8s.io localqueues).
+	Group, Resource string
+	// Allowed: get is allowed. Forbidden: 403. NotServed: the API server
+	// does not serve the resource (Kueue not installed, for localqueues).
+	// Err: any other failure.
+	Allowed, Forbidden, NotServed bool
+	Err                           error
+}
+
+// probeName is an object name no cluster has: a GET of it answers 404 if
+// the caller may get the resource (RBAC is checked before the lookup), 403
+// if not.
+const probeName = "gpu-exporter-doctor-probe"
+
+// ProbeWorkloadAccess asks the API server once per resource the workload
+// resolution reads whether the exporter may read it, with a GET of an
+// object that does not exist in namespace: 404 naming the object means
+// allowed, 403 forbidden, a 404 without it that the resource is not served.
+func ProbeWorkloadAccess(ctx context.Context, cfg *rest.Config, namespace string) ([]Access, error) {
+	g, err := newRESTGetter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return probeAccess(ctx, g, namespace), nil
+}
+
+func probeAccess(ctx context.Context, g getter, namespace string) []Access {
+	var out []Access
+	for _, r := range []*resource{&replicaSets, &jobs, &localQueues} {
+		a := Access{Group: r.group, Resource: r.name}
+		_, err := g.get(ctx, r, namespace, probeName)
+		var st apierrors.APIStatus
+		switch {
+		case err == nil:
+			a.Allowed = true
+		case apierrors.IsForbidden(err):
+			a.Forbidden = true
+		case apierrors.IsNotFound(err) && errors.As(err, &st) && st.Status().Details != nil && st.Status().Details.Name == probeName:
+			a.Allowed = true
+		case apierrors.IsNotFound(err):
+			a.NotServed = true
+		default:
+			a.Err = err
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -315,3 +315,46 @@ func TestSlimPodKeepsControllerRef(t *testing.T) {
 		t.Errorf("seed of the slim pod = %+v", s)
 	}
 }
+
+// TestProbeWorkloadAccess: a 404 naming the probed object means get is
+// allowed (RBAC is checked before the lookup), 403 forbidden, and a 404
+// from the API server's mux (an unserved resource: no Kueue) not served.
+func TestProbeWorkloadAccess(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(r.URL.Path, "/")
+		status := func(code int, reason metav1.StatusReason, details *metav1.StatusDetails) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+				Status: metav1.StatusFailure, Reason: reason, Code: int32(code), Details: details})
+		}
+		switch parts[6] {
+		case "replicasets": // the API server's answer for a missing object
+			status(http.StatusNotFound, metav1.StatusReasonNotFound, &metav1.StatusDetails{Name: parts[7], Group: "apps", Kind: "replicasets"})
+		case "jobs":
+			status(http.StatusForbidden, metav1.StatusReasonForbidden, &metav1.StatusDetails{Name: parts[7], Group: "batch", Kind: "jobs"})
+		default: // the mux's plain 404 for a path nothing serves
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	got, err := ProbeWorkloadAccess(t.Context(), &rest.Config{Host: srv.URL}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Access{
+		{Group: "apps", Resource: "replicasets", Allowed: true},
+		{Group: "batch", Resource: "jobs", Forbidden: true},
+		{Group: "kueue.x-k8s.io", Resource: "localqueues", NotServed: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if g := got[i]; g.Group != want[i].Group || g.Resource != want[i].Resource || g.Allowed != want[i].Allowed ||
+			g.Forbidden != want[i].Forbidden || g.NotServed != want[i].NotServed || g.Err != nil {
+			t.Errorf("access %d = %+v, want %+v", i, g, want[i])
+		}
+	}
+}
