@@ -222,8 +222,8 @@ func (o *owners) run(ctx context.Context) {
 
 // fetch GETs one owner and records the answer.
 func (o *owners) fetch(ctx context.Context, key ownerKey) {
-	ctx, cancel := context.WithTimeout(ctx, ownerTimeout)
-	raw, err := o.get.get(ctx, key.r, key.namespace, key.name)
+	getCtx, cancel := context.WithTimeout(ctx, ownerTimeout)
+	raw, err := o.get.get(getCtx, key.r, key.namespace, key.name)
 	cancel()
 	var obj ownerObject
 	state := stateFound
@@ -238,8 +238,8 @@ func (o *owners) fetch(ctx context.Context, key ownerKey) {
 		state = stateNotFound
 	case apierrors.IsForbidden(err):
 		state = stateForbidden
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return
+	case ctx.Err() != nil:
+		return // stopping: nobody reads the answer
 	default:
 		state = stateFailed
 	}

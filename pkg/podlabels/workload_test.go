@@ -1,8 +1,10 @@
 package podlabels
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -356,5 +358,42 @@ func TestProbeWorkloadAccess(t *testing.T) {
 			g.Forbidden != want[i].Forbidden || g.NotServed != want[i].NotServed || g.Err != nil {
 			t.Errorf("access %d = %+v, want %+v", i, g, want[i])
 		}
+	}
+}
+
+// cancelingGetter fails every GET as a reset stream does: with
+// context.Canceled, though the owners' own context is alive.
+type cancelingGetter struct{ calls atomic.Int32 }
+
+func (g *cancelingGetter) get(context.Context, *resource, string, string) ([]byte, error) {
+	g.calls.Add(1)
+	return nil, context.Canceled
+}
+
+// Regression: a GET failing with context.Canceled while the owners keep
+// running was dropped unrecorded, and its owner stayed queued, never asked
+// again.
+func TestOwnerCanceledGetIsRetried(t *testing.T) {
+	t.Parallel()
+	var version atomic.Uint64
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &cancelingGetter{}
+	o := newOwners(g, slog.New(slog.DiscardHandler), m, &version)
+	now := time.Unix(1000, 0)
+	o.now = func() time.Time { return now }
+	o.lookup(&jobs, "ml", "j")
+	o.fetch(t.Context(), <-o.queue)
+	if _, state := o.lookup(&jobs, "ml", "j"); state != stateFailed {
+		t.Fatalf("state after a canceled GET = %d, want failed (%d)", state, stateFailed)
+	}
+	now = now.Add(ownerRetry)
+	o.lookup(&jobs, "ml", "j")
+	select {
+	case <-o.queue:
+	default:
+		t.Fatal("the owner was not asked for again after the retry interval")
 	}
 }
