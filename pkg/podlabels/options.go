@@ -68,6 +68,9 @@ func Open(o Options, node string, attributed bool, logger *slog.Logger, reg prom
 	}
 	store, err := NewInCluster(Config{Node: node, Allowlist: o.Allowlist, UID: o.UID, MaxLabels: o.MaxLabels, Workloads: o.Workloads}, logger, reg)
 	if err != nil {
+		if o.Allowlist == nil && !o.UID {
+			return nil, fmt.Errorf("--kubernetes.workload-info: %w", err)
+		}
 		return nil, fmt.Errorf("--kubernetes.pod-labels/--kubernetes.pod-uid: %w", err)
 	}
 	return store, nil
