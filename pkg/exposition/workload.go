@@ -38,8 +38,11 @@ var workloadFamily = Family{
 	Optional: []string{"pod_uid", queueLabel, clusterQueueLabel},
 	render: func(p *pageWriter, in Input, f family) {
 		var pods []*Holder
-		for _, t := range in.Holdings {
+		for i, t := range in.Holdings {
 			if h := t.Holder; h != nil && h.HPCJob == "" && h.Workload.Kind != "" {
+				if pods == nil { // one allocation, and none on a page without workloads
+					pods = make([]*Holder, 0, len(in.Holdings)-i)
+				}
 				pods = append(pods, h)
 			}
 		}
