@@ -65,7 +65,9 @@ func TestCheckWorkloadInfo(t *testing.T) {
 		{"localqueues forbidden", "n1", func(t *testing.T) func() (*rest.Config, error) {
 			return apiServerFor(t, []string{"replicasets", "jobs"}, []string{"localqueues"})
 		}, Fail, []string{"localqueues.kueue.x-k8s.io forbidden (403): Kueue pods lack cluster_queue"}, true},
-		{"no kueue", "n1", func(t *testing.T) func() (*rest.Config, error) { return apiServerFor(t, []string{"replicasets", "jobs"}, nil) },
+		{"no kueue", "n1", func(t *testing.T) func() (*rest.Config, error) {
+			return apiServerFor(t, []string{"replicasets", "jobs"}, nil)
+		},
 			OK, []string{"localqueues.kueue.x-k8s.io not served"}, false},
 		{"no node name", "", func(t *testing.T) func() (*rest.Config, error) { return apiServerFor(t, all, nil) }, Fail, []string{"NODE_NAME"}, true},
 		{"outside a cluster", "n1", func(*testing.T) func() (*rest.Config, error) {
