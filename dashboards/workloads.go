@@ -68,6 +68,20 @@ sum(namespace:gpu_allocated:sum{` + ns + `} and namespace:gpu_utilization_ratio:
 			{field: "Value #D", title: "memory used", unit: unitBytes}},
 		"GPU-hours unused")
 
+	// Workloads and Kueue queues from the exporter's own gpu_workload_info
+	// (--kubernetes.workload-info; the workload:* and cluster_queue:* rules).
+	legendWorkload := "{{" + nsLabel + "}}/{{workload_name}} ({{workload_kind}})"
+	bd.row("Workloads and queues")
+	bd.timeseries(panel{title: "GPUs allocated by workload", unit: unitGPUs, w: 8, steps: true, min: ptr(0),
+		description: "GPU equivalents held per workload: the top of each pod's owner chain (Deployment, CronJob, JobSet, LeaderWorkerSet, StatefulSet, ...), from gpu_workload_info (--kubernetes.workload-info).",
+		queries:     []query{{expr: `workload:gpu_allocated:sum{` + ns + `}`, legend: legendWorkload}}})
+	bd.timeseries(panel{title: "GPU utilization by workload", unit: unitRatio, w: 8, min: ptr(0), max: ptr(1), thresholds: utilizationThresholds,
+		description: "Utilization of what each workload's pods hold, weighted by their GPU equivalents.",
+		queries:     []query{{expr: `workload:gpu_utilization_ratio:avg{` + ns + `}`, legend: legendWorkload}}})
+	bd.timeseries(panel{title: "GPUs allocated by Kueue ClusterQueue", unit: unitGPUs, w: 8, steps: true, min: ptr(0),
+		description: "GPU equivalents held by the pods Kueue admitted, per ClusterQueue (the LocalQueue's spec.clusterQueue).",
+		queries:     []query{{expr: `cluster_queue:gpu_allocated:sum{` + sel(mCluster) + `}`, legend: "{{cluster_queue}}"}}})
+
 	bd.row("Pods")
 	bd.timeseries(panel{title: "GPUs allocated by pod", unit: unitGPUs, steps: true, min: ptr(0),
 		description: "GPU equivalents held per pod.",

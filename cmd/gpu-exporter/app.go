@@ -41,8 +41,9 @@ type app struct {
 	cleanup      []func()
 
 	jobs *hpcjobs.Reader
-	// simJobDir is where the simulator writes its HPC jobs, if it does.
+	// simJobDir and simPods: where the simulator writes its HPC jobs, what it tells of its pods.
 	simJobDir string
+	simPods   *podlabels.Static
 }
 
 func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err error) {
@@ -106,6 +107,8 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	// Typed nil pointers would be non-nil interfaces: set only what is on.
 	if a.podStore != nil {
 		cfg.PodInfo = a.podStore
+	} else if a.simPods != nil {
+		cfg.PodInfo = a.simPods
 	}
 	if a.jobs != nil {
 		cfg.Jobs = a.jobs
@@ -123,8 +126,7 @@ func newApp(ctx context.Context, o *options, logger *slog.Logger) (_ *app, err e
 	return a, nil
 }
 
-// openSource opens the --source backend and returns the simulated
-// kubelet's socket, if one was started.
+// openSource opens the --source backend; it returns the simulated kubelet's socket, if any.
 func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) {
 	o := a.o
 	s := sourceopen.Settings{Settings: source.Settings{
@@ -139,7 +141,7 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 		return "", err
 	}
 	a.src = opened.Source
-	a.simJobDir = opened.JobMappingDir
+	a.simJobDir, a.simPods = opened.JobMappingDir, opened.Pods
 	a.procSampling = opened.Processes
 	a.cleanup = append(a.cleanup, opened.Close)
 	return opened.KubeletSocket, nil
@@ -163,8 +165,7 @@ func (a *app) hostname() string {
 	return h
 }
 
-// run serves until ctx is done or the server fails, reloading the counters
-// file on SIGHUP.
+// run serves until ctx is done or the server fails, reloading the counters file on SIGHUP.
 func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 	defer a.close()
 	loopCtx, cancel := context.WithCancel(context.Background())
@@ -179,8 +180,7 @@ func (a *app) run(ctx context.Context, hup <-chan os.Signal) error {
 		}
 	}
 	if a.jobs != nil {
-		// A first read before the first collection, so that the first
-		// pages carry job labels; failures are logged and counted.
+		// A first read before the first collection, so that the first pages carry job labels.
 		_ = a.jobs.Refresh(loopCtx)
 		wg.Add(1)
 		go func() { defer wg.Done(); a.jobs.Run(loopCtx) }()

@@ -76,8 +76,8 @@ func (a *app) doctorConfig() doctor.Config {
 			ResourceNames: k.ResourceNames, IDType: k.IDType, CallTimeout: k.CallTimeout,
 		},
 		Settle:    2 * o.collect.Interval,
-		PodLabels: o.podLabels.Enabled(),
-		NodeName:  o.nodeName, DRA: doctor.DRA{Mode: o.dra.Mode},
+		PodLabels: o.podLabels.Enabled(), WorkloadInfo: doctor.WorkloadInfo{Enabled: o.podLabels.Workloads},
+		NodeName: o.nodeName, DRA: doctor.DRA{Mode: o.dra.Mode},
 		Processes: doctor.Processes{
 			Mode: o.processes.Mode, Naming: o.naming.Name, Runs: exposition.ExportsProcesses(o.naming.Naming),
 			Sampling: func() *doctor.ProcessSampling {

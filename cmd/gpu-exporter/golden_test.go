@@ -39,7 +39,8 @@ func TestDemoGolden(t *testing.T) {
 	rig := newDemoRig(t)
 	ctx := t.Context()
 	set := fields.MustNew().Defaults()
-	coll, err := collector.New(collector.Config{Interval: time.Hour, Fields: set}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
+	// The demo's pods with what the simulated Kubernetes API tells of them (gpu_workload_info).
+	coll, err := collector.New(collector.Config{Interval: time.Hour, Fields: set, PodInfo: rig.src.SimulatedPods()}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,7 @@ func flagChecks() map[string]flagCheck {
 		"kubernetes.pod-labels":               {bad: "team(", want: "--kubernetes.pod-labels"},
 		"kubernetes.pod-uid":                  {bad: "maybe", want: "invalid argument"},
 		"kubernetes.pod-labels-limit":         {bad: "13", want: "must be 1..12"},
+		"kubernetes.workload-info":            {bad: "maybe", want: "invalid argument"},
 		"kubernetes.dra":                      {bad: "maybe", want: "--kubernetes.dra: want auto, true or false"},
 		"hpc.job-mapping-dir":                 {bad: "run/jobs", want: "must be an absolute path"},
 		"hpc.refresh-interval":                {bad: "10ms", want: "must be at least 100ms"},

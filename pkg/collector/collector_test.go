@@ -359,7 +359,8 @@ func TestPodInfoLabelsHeldSeries(t *testing.T) {
 	}}}
 	table := podresources.NewTable(resp, []string{"nvidia.com/gpu"}, podresources.IDTypeUID)
 	info := &fakePodInfo{info: map[string]podlabels.Info{
-		"ml/trainer": {UID: "uid-1", Labels: []podlabels.Label{{Name: "label_team", Value: "vision"}}},
+		"ml/trainer": {UID: "uid-1", Labels: []podlabels.Label{{Name: "label_team", Value: "vision"}},
+			Workload: podlabels.Workload{Kind: "JobSet", Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"}},
 	}}
 	reg := prometheus.NewRegistry()
 	c, err := New(Config{Interval: time.Hour, Fields: testFields(t), PodInfo: info}, src, staticAttribution{table},
@@ -377,6 +378,9 @@ func TestPodInfoLabelsHeldSeries(t *testing.T) {
 	}
 	if strings.Contains(text, `gpu="1",uuid="`+src.inv.Entities[1].UUID+`",device="nvidia1",model="NVIDIA H100 80GB HBM3",pod_uid`) {
 		t.Error("free GPU got pod information")
+	}
+	if !strings.Contains(text, `gpu_workload_info{namespace="ml",pod="trainer",pod_uid="uid-1",workload_kind="JobSet",workload_name="pretrain",queue="team-a",cluster_queue="gpu-pool"} 1`) {
+		t.Errorf("the pod's workload is not stated:\n%s", text)
 	}
 	// A label change shows at the next collection once the version moves.
 	info.info["ml/trainer"] = podlabels.Info{UID: "uid-1", Labels: []podlabels.Label{{Name: "label_team", Value: "speech"}}}

@@ -156,6 +156,8 @@ func (j *join) holder(h podresources.Holder) *exposition.Holder {
 		return out
 	}
 	out.PodUID = info.UID
+	w := info.Workload
+	out.Workload = exposition.Workload{Kind: w.Kind, Name: w.Name, Queue: w.Queue, ClusterQueue: w.ClusterQueue}
 	for _, l := range info.Labels {
 		out.Labels = append(out.Labels, exposition.Label{Name: l.Name, Value: l.Value})
 	}

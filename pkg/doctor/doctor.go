@@ -180,6 +180,8 @@ type Config struct {
 	DRA DRA
 	// PodLabels says --kubernetes.pod-labels or --kubernetes.pod-uid is set.
 	PodLabels bool
+	// WorkloadInfo is the --kubernetes.workload-info configuration.
+	WorkloadInfo WorkloadInfo
 	// NodeName is $NODE_NAME.
 	NodeName string
 	// Processes is the process accounting configuration.
@@ -237,6 +239,9 @@ func Run(ctx context.Context, cfg Config) *Report {
 	r.Results = append(r.Results, checkKubelet(ctx, cfg, socket, inv), checkDRA(ctx, cfg))
 	if cfg.PodLabels {
 		r.Results = append(r.Results, checkPodLabels(cfg))
+	}
+	if cfg.WorkloadInfo.Enabled {
+		r.Results = append(r.Results, checkWorkloadInfo(ctx, cfg))
 	}
 	r.Results = append(r.Results, checkProcesses(ctx, cfg))
 	r.Results = append(r.Results, checkDevices(cfg), checkProfiling(cfg, set))

@@ -130,3 +130,34 @@ func BenchmarkFabricCost(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWorkloadInfo measures what gpu_workload_info adds to a
+// collection's render: scale-64 (64 pods on 64 GPUs) rendered without
+// workloads, then with one on every holder, in the same run.
+func BenchmarkWorkloadInfo(b *testing.B) {
+	plain := benchInput(b, "scale-64")
+	with := plain
+	with.Holdings = append([]exposition.Holding(nil), plain.Holdings...)
+	for i, h := range with.Holdings {
+		if h.Holder != nil {
+			c := *h.Holder
+			c.Workload = exposition.Workload{Kind: "Deployment", Name: c.Pod, Queue: "team-a", ClusterQueue: "gpu-pool"}
+			with.Holdings[i].Holder = &c
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		in   exposition.Input
+	}{{"without", plain}, {"with", with}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := exposition.NewRenderer(exposition.Options{RecycleBuffers: true})
+			r.Render(tc.in)
+			b.ReportAllocs()
+			var series int
+			for b.Loop() {
+				series = r.Render(tc.in).Series
+			}
+			b.ReportMetric(float64(series), "series")
+		})
+	}
+}

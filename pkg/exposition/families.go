@@ -83,7 +83,7 @@ const HolderLabelPrefix = "label_"
 // in the metrics doc's order.
 func declaredFamilies() []*Family {
 	return []*Family{
-		&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily, &allocationFamily,
+		&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily, &allocationFamily, &workloadFamily,
 		&xidErrorsFamily, &xidLastSeenFamily, &lostFamily, &healthFamily,
 		&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily, &p2pStatusFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,

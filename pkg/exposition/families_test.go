@@ -38,7 +38,8 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 		}
 	}
 	s.XIDs = []source.XIDEvent{{Entity: 1, XID: 79}}
-	holder := &Holder{Namespace: "ml", Pod: "train", Container: "main", PodUID: "uid-1", Labels: []Label{{Name: "label_team", Value: "a"}}}
+	holder := &Holder{Namespace: "ml", Pod: "train", Container: "main", PodUID: "uid-1", Labels: []Label{{Name: "label_team", Value: "a"}},
+		Workload: Workload{Kind: "Job", Name: "train", Queue: "team-a", ClusterQueue: "gpu-pool"}}
 	return Input{
 		Sample: s,
 		Holdings: []Holding{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}},

@@ -121,7 +121,7 @@ func (*prometheusScheme) column(f *fields.Field, col int) column {
 var (
 	prometheusHead = []*Family{&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily,
 		&nvswitchInfoFamily, &nvlinkUpFamily, &nvlinkPeerFamily}
-	prometheusTail = []*Family{&allocationFamily, &draClaimFamily, &xidErrorsFamily, &xidLastSeenFamily,
+	prometheusTail = []*Family{&allocationFamily, &workloadFamily, &draClaimFamily, &xidErrorsFamily, &xidLastSeenFamily,
 		&lostFamily, &healthFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,
 		&containerMemoryLimitFamily, &containerSMLimitFamily,

@@ -186,6 +186,9 @@ type Holder struct {
 	// label_<key>. Both are empty otherwise.
 	PodUID string
 	Labels []Label
+	// Workload is the pod's workload (--kubernetes.workload-info), stated
+	// once per pod by gpu_workload_info, never as labels of the series.
+	Workload Workload
 	// VGPU is the replica of a shared GPU the container holds ("3" of
 	// "GPU-…::3"), empty when it holds a whole device. Dcgm naming writes it
 	// as the vgpu label when DCGMOptions.VirtualGPUs is set.

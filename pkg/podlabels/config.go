@@ -37,6 +37,9 @@ type Config struct {
 	Allowlist *regexp.Regexp
 	// UID makes Lookup report pod UIDs.
 	UID bool
+	// Workloads makes Lookup report the pod's workload (Info.Workload),
+	// resolving its owners with GETs (owners.go).
+	Workloads bool
 	// Containers is set when the store runs for LookupContainer (process
 	// accounting), which needs neither labels nor UIDs.
 	Containers bool
@@ -81,8 +84,8 @@ func (cfg Config) withDefaults() (Config, error) {
 			bad("NODE_NAME %q is not a node name: %s", cfg.Node, strings.Join(msgs, "; "))
 		}
 	}
-	if cfg.Allowlist == nil && !cfg.UID && !cfg.Containers {
-		bad("nothing to watch pods for: neither --kubernetes.pod-labels nor --kubernetes.pod-uid is set")
+	if cfg.Allowlist == nil && !cfg.UID && !cfg.Containers && !cfg.Workloads {
+		bad("nothing to watch pods for: none of --kubernetes.pod-labels, --kubernetes.pod-uid and --kubernetes.workload-info is set")
 	}
 	if cfg.ResyncPeriod < 0 {
 		bad("resync period must not be negative, got %s", cfg.ResyncPeriod)

@@ -22,7 +22,7 @@ func TestNewConfigErrors(t *testing.T) {
 	}{
 		{"empty node", Config{UID: true}, "NODE_NAME is not set"},
 		{"node not a node name", Config{Node: "Node_1", UID: true}, `NODE_NAME "Node_1" is not a node name`},
-		{"nothing asked", Config{Node: "n1"}, "neither --kubernetes.pod-labels nor --kubernetes.pod-uid"},
+		{"nothing asked", Config{Node: "n1"}, "none of --kubernetes.pod-labels, --kubernetes.pod-uid and --kubernetes.workload-info"},
 		{"negative resync", Config{Node: "n1", UID: true, ResyncPeriod: -time.Second}, "resync period must not be negative"},
 		{"cap too high", Config{Node: "n1", Allowlist: team, MaxLabels: MaxLabelsLimit + 1}, "--kubernetes.pod-labels-limit must be between 1 and 12 (series must stay well under 30 labels), got 13"},
 		{"cap negative", Config{Node: "n1", Allowlist: team, MaxLabels: -1}, "--kubernetes.pod-labels-limit"},

@@ -27,11 +27,17 @@ type Info struct {
 	// Labels are the allowlisted pod labels sorted by Name, at most
 	// Config.MaxLabels of them. The slice is shared: do not modify it.
 	Labels []Label
+	// Workload is the pod's workload when Config.Workloads is set and its
+	// owners are known (Kind empty otherwise).
+	Workload Workload
+
+	// seed is what the pod itself tells of its workload (Config.Workloads).
+	seed workloadSeed
 }
 
 // equal reports whether a and b hold the same content.
 func (a Info) equal(b Info) bool {
-	return a.UID == b.UID && slices.Equal(a.Labels, b.Labels)
+	return a.UID == b.UID && slices.Equal(a.Labels, b.Labels) && a.seed == b.seed && a.Workload == b.Workload
 }
 
 // podInfo computes the Info of pod under allow, keeping at most max labels,

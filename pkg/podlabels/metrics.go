@@ -11,6 +11,10 @@ import (
 type metrics struct {
 	synced prometheus.Gauge
 	pods   prometheus.Gauge
+	// ownerLookups and ownerForbidden count the GETs of pod owners
+	// (--kubernetes.workload-info) and say which resources answer 403.
+	ownerLookups   *prometheus.CounterVec
+	ownerForbidden *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,6 +27,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "gpu_exporter_pod_informer_pods",
 			Help: "Pods on this node known to the pod informer.",
 		}),
+		ownerLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpu_exporter_workload_owner_lookups_total",
+			Help: "GETs of pod owners for gpu_workload_info (--kubernetes.workload-info), by resource (replicasets, jobs, localqueues) and result (found, not_found, forbidden, error).",
+		}, []string{"resource", "result"}),
+		ownerForbidden: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpu_exporter_workload_owner_forbidden",
+			Help: "Whether the API server last answered 403 to reading this resource of pod owners (1): gpu_workload_info then leaves out the pods that need it (localqueues: their cluster_queue label).",
+		}, []string{"resource"}),
 	}
 	if err := selfmetrics.Register(reg, m.collectors()...); err != nil {
 		return nil, fmt.Errorf("podlabels: registering self-metrics: %w", err)
@@ -31,7 +43,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.synced, m.pods}
+	return []prometheus.Collector{m.synced, m.pods, m.ownerLookups, m.ownerForbidden}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {

@@ -20,6 +20,8 @@ func TestOptions(t *testing.T) {
 		{"labels without attribution", []string{"--kubernetes.pod-labels=team"}, false, "pod attribution must be on (--kubernetes.enabled)", true},
 		{"uid without attribution", []string{"--kubernetes.pod-uid"}, false, "pod attribution must be on", true},
 		{"outside a cluster", []string{"--kubernetes.pod-uid"}, true, "--kubernetes.pod-labels/--kubernetes.pod-uid: ", true},
+		{"workloads without attribution", []string{"--kubernetes.workload-info"}, false, "--kubernetes.workload-info describes the pods holding GPUs: pod attribution must be on", true},
+		{"workloads outside a cluster", []string{"--kubernetes.workload-info"}, true, "--kubernetes.workload-info: podlabels: ", true},
 		{"bad expression", []string{"--kubernetes.pod-labels=team("}, true, "--kubernetes.pod-labels: ", false},
 		{"limit 0", []string{"--kubernetes.pod-labels-limit=0"}, true, "--kubernetes.pod-labels-limit must be 1..12, got 0", false},
 		{"limit 13", []string{"--kubernetes.pod-labels-limit=13"}, true, "--kubernetes.pod-labels-limit must be 1..12, got 13", false},

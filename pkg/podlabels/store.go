@@ -67,6 +67,8 @@ type Store struct {
 	m        *metrics
 	informer cache.SharedIndexInformer
 	handlers cache.ResourceEventHandlerRegistration
+	// owners resolves pods' workloads (Config.Workloads); nil otherwise.
+	owners *owners
 
 	mu      sync.RWMutex
 	pods    map[podKey]podEntry
@@ -140,6 +142,9 @@ func New(client Pods, cfg Config, logger *slog.Logger, reg prometheus.Registerer
 		pods:   map[podKey]podEntry{},
 		byUID:  map[string]podByUID{},
 	}
+	if cfg.Workloads {
+		s.owners = newOwners(nil, s.logger, m, &s.version) // NewInCluster sets the getter
+	}
 	selector := fields.OneTermEqualSelector("spec.nodeName", cfg.Node).String()
 	s.informer = podInformer(client, selector, cfg.ResyncPeriod)
 	informer := s.informer
@@ -174,7 +179,18 @@ func NewInCluster(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*
 	if err != nil {
 		return nil, fmt.Errorf("podlabels: Kubernetes client: %w", err)
 	}
-	return New(client, cfg, logger, reg)
+	g, err := newRESTGetter(rc)
+	if err != nil {
+		return nil, fmt.Errorf("podlabels: Kubernetes client: %w", err)
+	}
+	s, err := New(client, cfg, logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	if s.owners != nil {
+		s.owners.get = g
+	}
+	return s, nil
 }
 
 // podInformer is the informer client-go's informer factory builds for pods
@@ -224,6 +240,9 @@ func (s *Store) Run(ctx context.Context) error {
 	s.life.Unlock()
 
 	s.wg.Go(func() { s.informer.RunWithContext(ctx) })
+	if s.owners != nil && s.owners.get != nil {
+		s.wg.Go(func() { s.owners.run(ctx) })
+	}
 	timer := time.NewTimer(s.cfg.SyncTimeout)
 	defer timer.Stop()
 	select {
@@ -255,11 +274,17 @@ func (s *Store) Close() {
 
 // Lookup returns the Info of the pod namespace/pod on this node; false when
 // the informer does not know it (not synced yet, not on this node, gone).
-// It allocates nothing; do not modify the returned Labels.
+// It allocates nothing without Config.Workloads; do not modify the
+// returned Labels. With Config.Workloads it fills Info.Workload from the
+// owners known so far and asks for the missing ones, which a goroutine of
+// the Store's fetches: Version moves when they arrive.
 func (s *Store) Lookup(namespace, pod string) (Info, bool) {
 	s.mu.RLock()
 	e, ok := s.pods[podKey{namespace, pod}]
 	s.mu.RUnlock()
+	if ok && s.owners != nil && e.info.seed.enabled {
+		e.info.Workload, _ = resolveWorkload(namespace, pod, e.info.seed, s.owners.lookup)
+	}
 	return e.info, ok
 }
 
@@ -299,6 +324,9 @@ func (s *Store) upsert(obj any) {
 		return
 	}
 	info, dropped := podInfo(pod, s.cfg.Allowlist, s.cfg.UID, s.cfg.MaxLabels)
+	if s.cfg.Workloads {
+		info.seed = seedOf(pod)
+	}
 	truncated := len(dropped) > 0
 
 	s.mu.Lock()
@@ -410,6 +438,7 @@ func slimPod(obj any) (any, error) {
 			ResourceVersion: pod.ResourceVersion,
 			Labels:          pod.Labels,
 			Annotations:     staticPodAnnotations(pod),
+			OwnerReferences: controllerRef(pod),
 		},
 		Spec: apiPodSpec{NodeName: pod.Spec.NodeName},
 		Status: apiPodStatus{
@@ -418,4 +447,15 @@ func slimPod(obj any) (any, error) {
 			EphemeralContainerStatuses: slimStatuses(pod.Status.EphemeralContainerStatuses),
 		},
 	}, nil
+}
+
+// controllerRef keeps a pod's controlling owner reference, the one the
+// workload resolution reads (metav1.GetControllerOf), and drops the
+// others.
+func controllerRef(pod *apiPod) []metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return nil
+	}
+	return []metav1.OwnerReference{*ref}
 }

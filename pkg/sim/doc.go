@@ -39,6 +39,8 @@
 //	    from: 0s                  # optional: present from this elapsed time
 //	    until: 10m                # optional: gone from this elapsed time
 //	    repeat: 2m                # optional: the from/until window recurs with this period
+//	    owner: {kind: ReplicaSet, name: web-5d8f7}  # optional: its controller (apiVersion optional for the core workload kinds)
+//	    labels: {kueue.x-k8s.io/queue-name: q}      # optional: labels the workload resolution reads (Kueue, JobSet, LeaderWorkerSet)
 //	    containers:
 //	      - name: main
 //	        devices:
@@ -58,6 +60,10 @@
 //	          - {pid: 4101, gpu: 0, type: compute, memory_mib: 30000, sm: SPEC}  # or mig: {gpu: 0, gpu_instance: 7}; type compute, graphics or mps
 //	            # env: {CUDA_DEVICE_SM_LIMIT: "50"}  optional: the environment it started with (/proc/<pid>/environ), e.g. MPS's or HAMi's limits
 //	    cgroup: v2/systemd/containerd  # optional: its processes' /proc/<pid>/cgroup layout (default: pods take every layout in turn)
+//	objects:                      # optional: the pods' owners as the Kubernetes API serves them (gpu_workload_info)
+//	  - {kind: ReplicaSet, namespace: ml, name: web-5d8f7, owner: {kind: Deployment, name: web}}
+//	  - {kind: Job, namespace: ml, name: j-1, owner: {kind: CronJob, name: j}, labels: {kueue.x-k8s.io/queue-name: q}}
+//	  - {kind: LocalQueue, namespace: ml, name: q, clusterQueue: cq}  # kinds: ReplicaSet, Job, LocalQueue
 //	host_processes:               # optional: processes outside every pod
 //	  - {pid: 2101, name: Xorg, type: graphics, gpu: 0, memory_mib: 120, sm: 1, cgroup: "0::/system.slice/display-manager.service"}
 //	faults:                       # optional

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 )
 
 const (
@@ -19,6 +21,10 @@ type Pod struct {
 	Name       string
 	UID        string
 	Containers []Container
+	// Owner and Labels are what the Kubernetes API tells of the pod
+	// (workloads.go); the kubelet tells neither.
+	Owner  *podlabels.OwnerRef
+	Labels map[string]string
 }
 
 // Container is one container of a Pod and the devices allocated to it.
@@ -119,7 +125,7 @@ func overlap(a, b *podTemplate) bool {
 
 func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 	d := b.d
-	o, err := d.object(n, p, "namespace", "name", "uid", "from", "until", "repeat", "containers", "cgroup")
+	o, err := d.object(n, p, "namespace", "name", "uid", "from", "until", "repeat", "containers", "cgroup", "owner", "labels")
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +144,12 @@ func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 	}
 	if pt.pod.UID == "" {
 		pt.pod.UID = podUID(b.scn.name, index, pt.pod.Namespace, pt.pod.Name)
+	}
+	if pt.pod.Owner, err = b.ownerRef(o); err != nil {
+		return nil, err
+	}
+	if pt.pod.Labels, err = b.labels(o); err != nil {
+		return nil, err
 	}
 	if err := b.podWindow(o, pt); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/etc"
 	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 	"github.com/gpu-exporter/gpu-exporter/pkg/fields"
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
@@ -54,11 +55,13 @@ type Scenario struct {
 	specs      []map[uint16]*fieldSpec
 	pods       []podTemplate
 	jobs       []jobTemplate
-	outages    []window
-	xids       []xidFault // by time
-	lost       []lostFault
-	health     []healthFault // as written
-	timeline   []segment     // by from; the inventory as GPUs are lost
+	// objects are the pods' owners and Kueue LocalQueues (workloads.go).
+	objects  []podlabels.StaticObject
+	outages  []window
+	xids     []xidFault // by time
+	lost     []lostFault
+	health   []healthFault // as written
+	timeline []segment     // by from; the inventory as GPUs are lost
 	// procs are every process, host processes first, then by pod and
 	// container (processes.go).
 	procs []procRef
@@ -120,7 +123,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "fabric", "pods", "jobs", "faults", "host_processes")
+	o, err := d.object(root, "", "name", "driver_version", "defaults", "gpus", "fabric", "pods", "jobs", "faults", "host_processes", "objects")
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +165,11 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	if n, p := o.at("jobs"); n != nil {
 		if err := b.jobs(n, p); err != nil {
+			return nil, err
+		}
+	}
+	if n, p := o.at("objects"); n != nil {
+		if err := b.objects(n, p); err != nil {
 			return nil, err
 		}
 	}

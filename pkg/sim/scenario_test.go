@@ -31,7 +31,7 @@ func TestParseErrors(t *testing.T) {
 		{"not a mapping", `[1, 2]`, `1: want a mapping, got a list`},
 		{"yaml syntax", "gpus: []\nname: @\n", `2: found character that cannot start any token`},
 		{"two documents", oneGPU + "---\nname: u\n", `5: more than one YAML document`},
-		{"unknown top key", "gpu: []\n", `1: unknown key "gpu" (want one of name, driver_version, defaults, gpus, fabric, pods, jobs, faults, host_processes)`},
+		{"unknown top key", "gpu: []\n", `1: unknown key "gpu" (want one of name, driver_version, defaults, gpus, fabric, pods, jobs, faults, host_processes, objects)`},
 		{"missing gpus", "name: x\n", `1: missing key "gpus"`},
 		{"duplicate key", "gpus: []\ngpus: []\n", `2: duplicate key "gpus"`},
 		{"gpus not a list", "gpus: {}\n", `1: gpus: want a list, got a mapping`},

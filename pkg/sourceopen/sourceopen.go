@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
 	"github.com/gpu-exporter/gpu-exporter/pkg/processes"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
@@ -29,6 +30,9 @@ type Opened struct {
 	*source.Opened
 	// Processes is process sampling (processes.go); nil when off.
 	Processes *ProcessSampling
+	// Pods answers for the pods of a simulated node what the Kubernetes
+	// API would (their workloads), when its kubelet runs; nil otherwise.
+	Pods *podlabels.Static
 }
 
 // Open opens the source --source names. On error nothing stays open.
@@ -39,6 +43,9 @@ func (o *Options) Open(ctx context.Context, s Settings, logger *slog.Logger) (_ 
 		return nil, err
 	}
 	out := &Opened{Opened: opened}
+	if sp, ok := opened.Source.(podlabels.Simulated); ok && s.Kubelet {
+		out.Pods = sp.SimulatedPods()
+	}
 	if err := out.openProcesses(s, logger); err != nil {
 		out.Close()
 		return nil, err

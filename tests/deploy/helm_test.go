@@ -270,6 +270,19 @@ func TestHelmVariants(t *testing.T) {
 					}
 				}
 				checkPodReader(t, objs, true)
+				checkWorkloadReader(t, objs, false)
+			},
+		},
+		{
+			name:   "workload info reads pods and gets their owners, with RBAC of its own",
+			values: map[string]any{"kubernetes": map[string]any{"workloadInfo": true}},
+			want:   want{podReader: true},
+			check: func(t *testing.T, objs []object) {
+				if args := stringList(exporterContainer(t, objs), "args"); !slices.Contains(args, "--kubernetes.workload-info") {
+					t.Errorf("args %v lack --kubernetes.workload-info", args)
+				}
+				checkPodReader(t, objs, true)
+				checkWorkloadReader(t, objs, true)
 			},
 		},
 
@@ -467,6 +480,43 @@ func checkPodReader(t *testing.T, objs []object, want bool) {
 	}
 	if get(binding, "subjects", 0, "name") != "gpu-gpu-exporter" || get(binding, "subjects", 0, "namespace") != "monitoring" {
 		t.Errorf("pod-reader binding subjects = %v", get(binding, "subjects"))
+	}
+}
+
+// checkWorkloadReader asserts the workload-reader ClusterRole and its
+// binding exist exactly when want, with get (only) on replicasets, jobs
+// and Kueue's localqueues.
+func checkWorkloadReader(t *testing.T, objs []object, want bool) {
+	t.Helper()
+	var role, binding object
+	for _, o := range objs {
+		if strings.HasSuffix(o.name(), "-workload-reader") {
+			switch o.kind() {
+			case "ClusterRole":
+				role = o
+			case "ClusterRoleBinding":
+				binding = o
+			}
+		}
+	}
+	if (role != nil) != want || (binding != nil) != want {
+		t.Fatalf("workload-reader ClusterRole %v and binding %v, want present=%v", role != nil, binding != nil, want)
+	}
+	if !want {
+		return
+	}
+	var got []string
+	for _, r := range list(role, "rules") {
+		if !reflect.DeepEqual(stringList(r, "verbs"), []string{"get"}) {
+			t.Errorf("workload-reader rule %v grants more than get", r)
+		}
+		got = append(got, strings.Join(stringList(r, "apiGroups"), ",")+"/"+strings.Join(stringList(r, "resources"), ","))
+	}
+	if w := []string{"apps/replicasets", "batch/jobs", "kueue.x-k8s.io/localqueues"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("workload-reader grants %v, want %v", got, w)
+	}
+	if get(binding, "subjects", 0, "name") != "gpu-gpu-exporter" || get(binding, "subjects", 0, "namespace") != "monitoring" {
+		t.Errorf("workload-reader binding subjects = %v", get(binding, "subjects"))
 	}
 }
 

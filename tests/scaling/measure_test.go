@@ -229,7 +229,9 @@ func count(scenario, naming string, families map[string]*dto.MetricFamily) measu
 						}
 					}
 				}
-				if labels["pod"] != "" {
+				// A container holds the series' GPU; gpu_workload_info names
+				// pods, not containers, and holds nothing.
+				if labels["pod"] != "" && labels["container"] != "" {
 					holders[labels["namespace"]+"/"+labels["pod"]+"/"+labels["container"]] = true
 				}
 			}

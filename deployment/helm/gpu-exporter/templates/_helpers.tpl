@@ -64,7 +64,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Whether the exporter reads pods from the API server (pod labels or
 UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- define "gpu-exporter.podReader" -}}
-{{- if or (and .Values.kubernetes.attribution (or .Values.kubernetes.podLabels .Values.kubernetes.podUID)) .Values.processAccounting.enabled }}true{{ end }}
+{{- if or (and .Values.kubernetes.attribution (or .Values.kubernetes.podLabels .Values.kubernetes.podUID .Values.kubernetes.workloadInfo)) .Values.processAccounting.enabled }}true{{ end }}
 {{- end }}
 
 {{- define "gpu-exporter.podResourcesDir" -}}
@@ -125,9 +125,15 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- if $v.kubernetes.podUID }}
 - --kubernetes.pod-uid
 {{- end }}
+{{- if $v.kubernetes.workloadInfo }}
+- --kubernetes.workload-info
+{{- end }}
 {{- else }}
 {{- if or $v.kubernetes.podLabels $v.kubernetes.podUID }}
 {{- fail "kubernetes.podLabels and kubernetes.podUID need kubernetes.attribution: they label attributed series" }}
+{{- end }}
+{{- if $v.kubernetes.workloadInfo }}
+{{- fail "kubernetes.workloadInfo needs kubernetes.attribution: gpu_workload_info describes the pods holding GPUs" }}
 {{- end }}
 - --kubernetes.enabled=false
 {{- end }}

@@ -1,0 +1,399 @@
+package podlabels
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
+)
+
+// controlledBy returns the owner reference a controller sets on what it
+// creates (metav1.NewControllerRef: controller and blockOwnerDeletion true).
+func controlledBy(apiVersion, kind, name string) []metav1.OwnerReference {
+	yes := true
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name), Controller: &yes, BlockOwnerDeletion: &yes}}
+}
+
+// fakeOwners answers lookups from a table; missing keys are pending.
+type fakeOwners map[string]struct {
+	obj   ownerObject
+	state lookupState
+}
+
+func (f fakeOwners) lookup(r *resource, namespace, name string) (ownerObject, lookupState) {
+	e, ok := f[r.name+"/"+namespace+"/"+name]
+	if !ok {
+		return ownerObject{}, statePending
+	}
+	return e.obj, e.state
+}
+
+func TestResolveWorkload(t *testing.T) {
+	t.Parallel()
+	deployment := ownerObject{owner: Owner{Group: "apps", Kind: KindDeployment, Name: "llm"}, controlled: true}
+	cronJob := ownerObject{owner: Owner{Group: "batch", Kind: KindCronJob, Name: "nightly"}, controlled: true, queue: "team-a"}
+	rsOwner := Owner{Group: "apps", Kind: KindReplicaSet, Name: "llm-5d8f7"}
+	jobOwner := Owner{Group: "batch", Kind: KindJob, Name: "nightly-2891"}
+	owners := fakeOwners{
+		"replicasets/ml/llm-5d8f7":     {deployment, stateFound},
+		"replicasets/ml/orphan-rs":     {ownerObject{}, stateFound},
+		"replicasets/ml/gone-rs":       {ownerObject{}, stateNotFound},
+		"replicasets/locked/llm-5d8f7": {ownerObject{}, stateForbidden},
+		"replicasets/ml/flaky-rs":      {ownerObject{}, stateFailed},
+		"jobs/ml/nightly-2891":         {cronJob, stateFound},
+		"jobs/ml/js-job":               {ownerObject{jobSet: "pretrain", owner: Owner{Group: "jobset.x-k8s.io", Kind: "JobSet", Name: "pretrain"}, controlled: true}, stateFound},
+		"localqueues/ml/team-a":        {ownerObject{clusterQueue: "gpu-pool"}, stateFound},
+		"localqueues/ml/team-b":        {ownerObject{}, stateForbidden},
+		"localqueues/ml/team-c":        {ownerObject{}, stateNotFound},
+	}
+	cases := []struct {
+		name string
+		ns   string
+		seed workloadSeed
+		want Workload
+		ok   bool
+	}{
+		{"bare pod", "ml", workloadSeed{}, Workload{Kind: KindPod, Name: "p"}, true},
+		{"static pod", "ml", workloadSeed{owner: Owner{Kind: "Node", Name: "gpu-node-a"}, controlled: true}, Workload{Kind: KindPod, Name: "p"}, true},
+		{"deployment", "ml", workloadSeed{owner: rsOwner, controlled: true}, Workload{Kind: KindDeployment, Name: "llm"}, true},
+		{"replicaset without owner", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: KindReplicaSet, Name: "orphan-rs"}, controlled: true}, Workload{Kind: KindReplicaSet, Name: "orphan-rs"}, true},
+		{"replicaset gone", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: KindReplicaSet, Name: "gone-rs"}, controlled: true}, Workload{Kind: KindReplicaSet, Name: "gone-rs"}, true},
+		{"replicaset forbidden", "locked", workloadSeed{owner: rsOwner, controlled: true}, Workload{}, false},
+		{"replicaset failing", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: KindReplicaSet, Name: "flaky-rs"}, controlled: true}, Workload{}, false},
+		{"replicaset pending", "other", workloadSeed{owner: rsOwner, controlled: true}, Workload{}, false},
+		{"a ReplicaSet of another group is not read", "ml", workloadSeed{owner: Owner{Group: "example.com", Kind: KindReplicaSet, Name: "x"}, controlled: true}, Workload{Kind: KindReplicaSet, Name: "x"}, true},
+		{"cronjob, queue from the job", "ml", workloadSeed{owner: jobOwner, controlled: true}, Workload{Kind: KindCronJob, Name: "nightly", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
+		{"the pod's queue wins", "ml", workloadSeed{owner: jobOwner, controlled: true, queue: "team-c"}, Workload{Kind: KindCronJob, Name: "nightly", Queue: "team-c"}, true},
+		{"job of a jobset", "ml", workloadSeed{owner: Owner{Group: "batch", Kind: KindJob, Name: "js-job"}, controlled: true}, Workload{Kind: KindJobSet, Name: "pretrain"}, true},
+		{"jobset label", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "pretrain", queue: "team-a"}, Workload{Kind: KindJobSet, Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
+		{"leaderworkerset label", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "StatefulSet", Name: "vllm-0"}, controlled: true, lws: "vllm"}, Workload{Kind: KindLeaderWorkerSet, Name: "vllm"}, true},
+		{"statefulset", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "StatefulSet", Name: "db"}, controlled: true}, Workload{Kind: "StatefulSet", Name: "db"}, true},
+		{"daemonset", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "DaemonSet", Name: "agent"}, controlled: true}, Workload{Kind: "DaemonSet", Name: "agent"}, true},
+		{"localqueue forbidden: no cluster queue", "ml", workloadSeed{queue: "team-b"}, Workload{Kind: KindPod, Name: "p", Queue: "team-b"}, true},
+		{"localqueue pending", "ml", workloadSeed{queue: "team-z"}, Workload{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := resolveWorkload(tc.ns, "p", tc.seed, owners.lookup)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("resolveWorkload = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// kubeAPI serves GETs of namespaced objects as the API server does: the
+// object's JSON, or a metav1.Status for a missing object (404) or a
+// resource the caller may not read (403, the message RBAC's authorizer
+// writes).
+type kubeAPI struct {
+	mu        sync.Mutex
+	objects   map[string]any // path -> object
+	forbidden map[string]bool
+	gets      map[string]int
+}
+
+func (k *kubeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.gets[r.URL.Path]++
+	w.Header().Set("Content-Type", "application/json")
+	parts := strings.Split(r.URL.Path, "/") // /apis/<group>/<version>/namespaces/<ns>/<resource>/<name>
+	status := func(code int, reason metav1.StatusReason, msg string) {
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+			Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
+	}
+	if len(parts) == 8 && k.forbidden[parts[6]] {
+		status(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(`%s.%s %q is forbidden: User "system:serviceaccount:gpu:exporter" cannot get resource %q in API group %q in the namespace %q`,
+			parts[6], parts[2], parts[7], parts[6], parts[2], parts[5]))
+		return
+	}
+	obj, ok := k.objects[r.URL.Path]
+	if !ok {
+		status(http.StatusNotFound, metav1.StatusReasonNotFound, "not found")
+		return
+	}
+	_ = json.NewEncoder(w).Encode(obj)
+}
+
+func (k *kubeAPI) count(path string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.gets[path]
+}
+
+// localQueue is a LocalQueue as Kueue's API serves it: kind, metadata and
+// spec.clusterQueue (kubernetes-sigs/kueue apis/kueue/v1beta1/localqueue_types.go
+// @01ed66fdddfa757b45d1e9126c34218183ca80fd), with the status fields a
+// live object has.
+func localQueue(ns, name, clusterQueue string) map[string]any {
+	return map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": name, "namespace": ns, "uid": "uid-lq"},
+		"spec":     map[string]any{"clusterQueue": clusterQueue, "stopPolicy": "None"},
+		"status":   map[string]any{"pendingWorkloads": 0, "admittedWorkloads": 1, "reservingWorkloads": 1},
+	}
+}
+
+// workloadStore is a Store resolving workloads against api, its owner
+// lookups running.
+func workloadStore(t *testing.T, api http.Handler, reg prometheus.Registerer, logs *logBuffer) *Store {
+	t.Helper()
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	s, err := New(fakePods(newAPIServer(t).client), Config{Node: thisNode, Workloads: true}, newLogger(logs), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	g, err := newRESTGetter(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.owners.get = g
+	done := make(chan struct{})
+	ctx := t.Context()
+	go func() { defer close(done); s.owners.run(ctx) }()
+	t.Cleanup(func() { <-done })
+	return s
+}
+
+// TestWorkloadsOverHTTP resolves owner chains against an API server
+// serving the objects Kubernetes' own types encode, through the real REST
+// client: a Deployment's ReplicaSet, a CronJob's Job labelled with a Kueue
+// queue, its LocalQueue; and a forbidden resource.
+func TestWorkloadsOverHTTP(t *testing.T) {
+	t.Parallel()
+	rs := &appsv1.ReplicaSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "llm-5d8f7", OwnerReferences: controlledBy("apps/v1", "Deployment", "llm")}}
+	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "nightly-2891", Labels: map[string]string{queueLabel: "team-a"},
+			OwnerReferences: controlledBy("batch/v1", "CronJob", "nightly")}}
+	api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{}, objects: map[string]any{
+		"/apis/apps/v1/namespaces/ml/replicasets/llm-5d8f7":             rs,
+		"/apis/batch/v1/namespaces/ml/jobs/nightly-2891":                job,
+		"/apis/kueue.x-k8s.io/v1beta1/namespaces/ml/localqueues/team-a": localQueue("ml", "team-a", "gpu-pool"),
+	}}
+	reg := prometheus.NewRegistry()
+	logs := &logBuffer{}
+	s := workloadStore(t, api, reg, logs)
+
+	serve := newPod("ml", "llm-5d8f7-abcde", thisNode, nil)
+	serve.OwnerReferences = controlledBy("apps/v1", "ReplicaSet", "llm-5d8f7")
+	batch := newPod("ml", "nightly-2891-xyz", thisNode, map[string]string{"batch.kubernetes.io/job-name": "nightly-2891"})
+	batch.OwnerReferences = controlledBy("batch/v1", "Job", "nightly-2891")
+	s.upsert(toAPIPod(serve))
+	s.upsert(toAPIPod(batch))
+
+	v0 := s.Version()
+	want := map[string]Workload{
+		"llm-5d8f7-abcde":  {Kind: KindDeployment, Name: "llm"},
+		"nightly-2891-xyz": {Kind: KindCronJob, Name: "nightly", Queue: "team-a", ClusterQueue: "gpu-pool"},
+	}
+	poll.Problems(t, 10*time.Second, 10*time.Millisecond, func() []string {
+		var problems []string
+		for pod, w := range want {
+			if info, _ := s.Lookup("ml", pod); info.Workload != w {
+				problems = append(problems, fmt.Sprintf("%s: workload %+v, want %+v", pod, info.Workload, w))
+			}
+		}
+		return problems
+	})
+	if s.Version() == v0 {
+		t.Error("Version did not move when the owners arrived")
+	}
+	// Cached: more lookups make no more GETs.
+	for range 10 {
+		s.Lookup("ml", "llm-5d8f7-abcde")
+	}
+	if n := api.count("/apis/apps/v1/namespaces/ml/replicasets/llm-5d8f7"); n != 1 {
+		t.Errorf("the ReplicaSet was fetched %d times, want once", n)
+	}
+	if got := testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("replicasets", "found")); got != 1 {
+		t.Errorf("lookups found = %v, want 1", got)
+	}
+}
+
+// TestWorkloadsForbidden: without get on replicasets, pods of
+// ReplicaSets have no workload, the rest do; the refusal is logged once and
+// stated by a self-metric.
+func TestWorkloadsForbidden(t *testing.T) {
+	t.Parallel()
+	api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{"replicasets": true, "localqueues": true}, objects: map[string]any{}}
+	reg := prometheus.NewRegistry()
+	logs := &logBuffer{}
+	s := workloadStore(t, api, reg, logs)
+	for i := range 3 {
+		p := newPod("ml", fmt.Sprintf("llm-%d", i), thisNode, nil)
+		p.OwnerReferences = controlledBy("apps/v1", "ReplicaSet", fmt.Sprintf("llm-rs-%d", i))
+		s.upsert(toAPIPod(p))
+	}
+	queued := newPod("ml", "queued", thisNode, map[string]string{queueLabel: "team-a"})
+	s.upsert(toAPIPod(queued))
+
+	poll.Until(t, "the three ReplicaSets asked for", func() bool {
+		for i := range 3 {
+			s.Lookup("ml", fmt.Sprintf("llm-%d", i))
+		}
+		s.Lookup("ml", "queued")
+		return testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("replicasets", "forbidden")) == 3 &&
+			testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("localqueues", "forbidden")) == 1
+	})
+	for i := range 3 {
+		if info, _ := s.Lookup("ml", fmt.Sprintf("llm-%d", i)); info.Workload != (Workload{}) {
+			t.Errorf("pod of a forbidden ReplicaSet has workload %+v, want none", info.Workload)
+		}
+	}
+	if info, _ := s.Lookup("ml", "queued"); info.Workload != (Workload{Kind: KindPod, Name: "queued", Queue: "team-a"}) {
+		t.Errorf("pod with a forbidden LocalQueue: workload %+v, want its queue without cluster queue", info.Workload)
+	}
+	if n := logs.count("reading pod owners is forbidden"); n != 2 {
+		t.Errorf("forbidden logged %d times, want once per resource (2):\n%s", n, logs)
+	}
+	if got := testutil.ToFloat64(s.m.ownerForbidden.WithLabelValues("replicasets")); got != 1 {
+		t.Errorf("gpu_exporter_workload_owner_forbidden{resource=replicasets} = %v, want 1", got)
+	}
+}
+
+// TestOwnerCacheBounded: however many owners the pods name, the cache
+// holds at most ownerCacheSize, and lookups never wait.
+func TestOwnerCacheBounded(t *testing.T) {
+	t.Parallel()
+	var version atomic.Uint64
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOwners(nil, nil, m, &version)
+	for i := range ownerCacheSize + 100 {
+		name := fmt.Sprint("rs-", i)
+		o.lookup(&replicaSets, "ml", name)
+		if i%2 == 0 { // answered, so evictable
+			o.record(ownerKey{&replicaSets, "ml", name}, ownerObject{}, stateNotFound, nil)
+		}
+	}
+	if n := len(o.cache); n > ownerCacheSize {
+		t.Errorf("cache holds %d owners, want at most %d", n, ownerCacheSize)
+	}
+	if n := len(o.queue); n > ownerQueueSize {
+		t.Errorf("queue holds %d, want at most %d", n, ownerQueueSize)
+	}
+}
+
+func TestSlimPodKeepsControllerRef(t *testing.T) {
+	t.Parallel()
+	full := newPod("ml", "train-0", thisNode, nil)
+	no := false
+	full.OwnerReferences = append([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", Controller: &no}},
+		controlledBy("batch/v1", "Job", "train")...)
+	got, err := slimPod(toAPIPod(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*apiPod)
+	if len(slim.OwnerReferences) != 1 || slim.OwnerReferences[0].Name != "train" {
+		t.Errorf("slimPod kept owner references %+v, want the controller's only", slim.OwnerReferences)
+	}
+	if s := seedOf(slim); s.owner != (Owner{Group: "batch", Kind: KindJob, Name: "train"}) || !s.controlled {
+		t.Errorf("seed of the slim pod = %+v", s)
+	}
+}
+
+// TestProbeWorkloadAccess: a 404 naming the probed object means get is
+// allowed (RBAC is checked before the lookup), 403 forbidden, and a 404
+// from the API server's mux (an unserved resource: no Kueue) not served.
+func TestProbeWorkloadAccess(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(r.URL.Path, "/")
+		status := func(code int, reason metav1.StatusReason, details *metav1.StatusDetails) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+				Status: metav1.StatusFailure, Reason: reason, Code: int32(code), Details: details})
+		}
+		switch parts[6] {
+		case "replicasets": // the API server's answer for a missing object
+			status(http.StatusNotFound, metav1.StatusReasonNotFound, &metav1.StatusDetails{Name: parts[7], Group: "apps", Kind: "replicasets"})
+		case "jobs":
+			status(http.StatusForbidden, metav1.StatusReasonForbidden, &metav1.StatusDetails{Name: parts[7], Group: "batch", Kind: "jobs"})
+		default: // the mux's plain 404 for a path nothing serves
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	got, err := ProbeWorkloadAccess(t.Context(), &rest.Config{Host: srv.URL}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Access{
+		{Group: "apps", Resource: "replicasets", Allowed: true},
+		{Group: "batch", Resource: "jobs", Forbidden: true},
+		{Group: "kueue.x-k8s.io", Resource: "localqueues", NotServed: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if g := got[i]; g.Group != want[i].Group || g.Resource != want[i].Resource || g.Allowed != want[i].Allowed ||
+			g.Forbidden != want[i].Forbidden || g.NotServed != want[i].NotServed || g.Err != nil {
+			t.Errorf("access %d = %+v, want %+v", i, g, want[i])
+		}
+	}
+}
+
+// cancelingGetter fails every GET as a reset stream does: with
+// context.Canceled, though the owners' own context is alive.
+type cancelingGetter struct{ calls atomic.Int32 }
+
+func (g *cancelingGetter) get(context.Context, *resource, string, string) ([]byte, error) {
+	g.calls.Add(1)
+	return nil, context.Canceled
+}
+
+// Regression: a GET failing with context.Canceled while the owners keep
+// running was dropped unrecorded, and its owner stayed queued, never asked
+// again.
+func TestOwnerCanceledGetIsRetried(t *testing.T) {
+	t.Parallel()
+	var version atomic.Uint64
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &cancelingGetter{}
+	o := newOwners(g, slog.New(slog.DiscardHandler), m, &version)
+	now := time.Unix(1000, 0)
+	o.now = func() time.Time { return now }
+	o.lookup(&jobs, "ml", "j")
+	o.fetch(t.Context(), <-o.queue)
+	if _, state := o.lookup(&jobs, "ml", "j"); state != stateFailed {
+		t.Fatalf("state after a canceled GET = %d, want failed (%d)", state, stateFailed)
+	}
+	now = now.Add(ownerRetry)
+	o.lookup(&jobs, "ml", "j")
+	select {
+	case <-o.queue:
+	default:
+		t.Fatal("the owner was not asked for again after the retry interval")
+	}
+}
