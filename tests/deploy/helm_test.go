@@ -642,7 +642,10 @@ func TestHelmShipsProjectRulesAndDashboards(t *testing.T) {
 		t.Skip("the chart holds no rules or dashboards yet (make chart-sync copies them)")
 	}
 	values := map[string]any{
-		"prometheusRule": map[string]any{"enabled": len(rules) > 0},
+		// opencost: the opt-in OpenCost group too, so that every file
+		// under files/rules is rendered (opencost_test.go checks it is
+		// off by default).
+		"prometheusRule": map[string]any{"enabled": len(rules) > 0, "opencost": true},
 		"dashboards":     map[string]any{"enabled": len(dashboards) > 0},
 	}
 	out, objs := render(t, chartDir, values)
