@@ -40,56 +40,66 @@ const (
 	forUp, forDown             = 1.25, 0.75
 )
 
-// knownSurvivors are mutants no promtool case kills yet, each with the
-// reason: the backlog of rule cases issue 34 asks for (measured; see
-// docs/testing.md). TestAlertMutantsKilled fails when the survivors differ from
-// this list in either direction: a new alert's mutants are checked like
-// the others, and a mutant a new case kills must leave the list.
+// knownSurvivors are the mutants no promtool case can kill, each with the
+// reason: equivalent mutants, which no series the exporter writes tells
+// from the rule (see docs/testing.md). TestAlertMutantsKilled fails when
+// the survivors differ from this list in either direction: a new alert's
+// mutants are checked like the others, and a mutant a new case kills must
+// leave the list.
 var knownSurvivors = map[string]string{
-	"GPUAllocatedButIdle for 1h -> 45m":                                      "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.045":       "no case sits between the threshold and the mutated value",
-	"GPUAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.055":       "no case sits between the threshold and the mutated value",
-	"GPUErrorMetricsAbsent for 15m -> 11m15s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUExporterTargetGone for 15m -> 11m15s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUFabricManagerNotReady threshold < 3 -> < 2.7":                        "equivalent: gpu_fabric_manager_status is an integer state (NVML's nvmlGpuFabricState_t, 0-3 and DCGM's 4 failure), and no integer lies in [2.7, 3)",
-	"GPUHealthFailure for 1m -> 1m15s":                                       "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUHealthFailure for 1m -> 45s":                                         "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUHealthFailure threshold >= 2 -> >= 1.8":                              "equivalent: the health status is an integer code, and no integer lies in [1.8, 2)",
-	"GPUJobAllocatedButIdle for 1h -> 45m":                                   "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUJobAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.045":    "no case sits between the threshold and the mutated value",
-	"GPUJobAllocatedButIdle threshold idleUtilizationRatio 0.05 -> 0.055":    "no case sits between the threshold and the mutated value",
-	"GPUMemoryNearlyFull for 15m -> 11m15s":                                  "off by default: its cases are in rules/tests/tuned, which this check does not run",
-	"GPUMemoryNearlyFull for 15m -> 18m45s":                                  "off by default: its cases are in rules/tests/tuned, which this check does not run",
-	"GPUMemoryNearlyFull threshold memoryNearlyFullRatio 0.95 -> 0.855":      "off by default: its cases are in rules/tests/tuned, which this check does not run",
-	"GPUMemoryNearlyFull threshold memoryNearlyFullRatio 0.95 -> 1.045":      "off by default: its cases are in rules/tests/tuned, which this check does not run",
-	"GPUNVLinkDown for 2m -> 1m30s":                                          "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUNVLinkErrorsRising for 5m -> 3m45s":                                  "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUNVLinkErrorsRising threshold nvlinkErrorsPerSecond 1 -> 0.9":         "no case sits between the threshold and the mutated value",
-	"GPUNVLinkErrorsRising threshold nvlinkErrorsPerSecond 1 -> 1.1":         "no case sits between the threshold and the mutated value",
-	"GPURecoveryActionRequired for 1m -> 1m15s":                              "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPURecoveryActionRequired for 1m -> 45s":                                "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPURecoveryActionRequired threshold > 4 -> > 4.4":                       "equivalent: the recovery action is an integer enum (nvmlDeviceGpuRecoveryAction_t), and no integer lies in (4, 4.4]",
-	"GPUTemperatureCritical for 2m -> 1m30s":                                 "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUTemperatureHigh threshold temperatureSlowdownMarginCelsius 5 -> 4.5": "no case sits between the threshold and the mutated value",
-	"GPUTemperatureHigh threshold temperatureSlowdownMarginCelsius 5 -> 5.5": "no case sits between the threshold and the mutated value",
-	"GPUThermalThrottling for 5m -> 6m15s":                                   "no case evaluates between the mutated `for` and the real one after the condition starts (cases step by 1m and check well before or after)",
-	"GPUWorkloadMostlyIdle threshold workloadIdleFraction 0.8 -> 0.72":       "no case sits between the threshold and the mutated value",
-	"GPUWorkloadMostlyIdle threshold workloadIdleFraction 0.8 -> 0.88":       "no case sits between the threshold and the mutated value",
-	"GPUWorkloadMostlyIdle threshold workloadIdleMinGPUHours 4 -> 3.6":       "no case sits between the threshold and the mutated value",
-	"GPUWorkloadMostlyIdle threshold workloadIdleMinGPUHours 4 -> 4.4":       "no case sits between the threshold and the mutated value",
-	"GPUXidErrorInfo threshold < 900 -> < 810":                               "no case with an XID between 810 and 990 seconds old",
-	"GPUXidErrorInfo threshold < 900 -> < 990":                               "no case with an XID between 810 and 990 seconds old",
-	"GPUXidErrorWarning threshold < 900 -> < 810":                            "no case with an XID between 810 and 990 seconds old",
-	"GPUXidErrorWarning threshold < 900 -> < 990":                            "no case with an XID between 810 and 990 seconds old",
+	"GPUFabricManagerNotReady threshold < 3 -> < 2.7":  "equivalent: gpu_fabric_manager_status is an integer dcgmFabricManagerStatus_t (DCGM dcgmlib/dcgm_structs.h: DcgmFMStatusNotSupported 0 to DcgmFMStatusNvmlTooOld 6; the nvml source writes the same numbers, pkg/source/nvml/fabric_cgo.go), and no integer lies in [2.7, 3)",
+	"GPUHealthFailure threshold >= 2 -> >= 1.8":        "equivalent: gpu_health_status is the exporter's integer code, 1 warning and 2 failure (pkg/source/health.go HealthStatus, from DCGM's DCGM_HEALTH_RESULT_WARN 10 and _FAIL 20 in dcgm_structs.h), and no integer lies in [1.8, 2)",
+	"GPURecoveryActionRequired threshold > 4 -> > 4.4": "equivalent: gpu_recovery_action is an integer nvmlDeviceGpuRecoveryAction_t (nvml.h, NVIDIA/go-nvml gen/nvml/nvml.h: NVML_GPU_RECOVERY_ACTION_NONE 0 to _SYSTEM_REBOOT 7), and no integer lies in (4, 4.4]",
 }
 
 // alertMutant is one change of one alert.
 type alertMutant struct {
 	alert string
-	// id names the mutant: "<alert> <what> <from> -> <to>".
+	// id names the mutant: "<alert> <what> <from> -> <to>", the values
+	// those of the chart's defaults.
 	id string
-	// apply changes the alert's rule (rendered with threshold markers).
-	apply func(r *rules.Rule)
+	// apply changes the alert's rule (rendered with threshold markers)
+	// in a rendering whose thresholds are values: a threshold mutant
+	// scales the rendering's own value of the threshold, a `for` mutant
+	// the rule's own `for` (an override's, where one applies), by the same
+	// factor as in the id.
+	apply func(r *rules.Rule, values map[string]string)
+}
+
+// mutationSet is one rendering of the alerting source with threshold
+// markers and the promtool cases that run against it, as the unit tests
+// run them: rules/tests against the chart's defaults with every alert
+// enabled (off-by-default alerts are mutated too), rules/tests/tuned
+// against the defaults overlaid by rules/tests/tuned/values.yaml, its
+// disabled alerts left out as TestPromtoolUnitTestsTuned leaves them out.
+type mutationSet struct {
+	dir    string
+	marked *rules.File
+	values map[string]string
+	tests  map[string][]byte
+}
+
+// mutationSets returns the renderings the mutation check runs mutants
+// against, in the order it tries them.
+func mutationSets(t *testing.T) []mutationSet {
+	t.Helper()
+	var sets []mutationSet
+	for _, s := range []struct {
+		dir       string
+		enableAll bool
+		values    [][]byte
+	}{
+		{"tests", true, [][]byte{readFile(t, chartValues)}},
+		{filepath.Join("tests", "tuned"), false, [][]byte{readFile(t, chartValues), readFile(t, tunedValues)}},
+	} {
+		marked, values := markedAlerts(t, s.enableAll, s.values...)
+		tests := map[string][]byte{}
+		for _, f := range unitTestFiles(t, s.dir) {
+			tests[f] = readFile(t, f)
+		}
+		sets = append(sets, mutationSet{dir: s.dir, marked: marked, values: values, tests: tests})
+	}
+	return sets
 }
 
 // thresholdMarker stands for threshold name in the marker rendering.
@@ -105,27 +115,31 @@ var literalThreshold = regexp.MustCompile(`(>=|<=|>|<)(\s*(?:bool\s+)?)([0-9]+(?
 // formatNumber writes a mutated threshold with six significant digits.
 func formatNumber(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-// markedAlerts renders the alerting source with the chart's defaults but
-// every threshold as its marker, and every alert enabled.
-func markedAlerts(t *testing.T) (marked *rules.File, defaults map[string]string) {
+// markedAlerts renders the alerting source with the values documents
+// (Helm values, later ones overlaid on earlier ones) but every threshold
+// as its marker, and with every alert enabled if enableAll; values are
+// the thresholds the markers stand for.
+func markedAlerts(t *testing.T, enableAll bool, docs ...[]byte) (marked *rules.File, values map[string]string) {
 	t.Helper()
-	p, err := rules.ParamsFromValues(readFile(t, chartValues))
+	p, err := rules.ParamsFromValues(docs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defaults = map[string]string{}
+	values = map[string]string{}
 	marks := map[string]any{}
 	for name, v := range p.Thresholds {
-		defaults[name] = fmt.Sprint(v)
+		values[name] = fmt.Sprint(v)
 		marks[name] = thresholdMarker(name)
 	}
 	p.Thresholds = marks
-	p.Disabled = nil
+	if enableAll {
+		p.Disabled = nil
+	}
 	marked, err = rules.Render(readFile(t, rules.SourceFile), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return marked, defaults
+	return marked, values
 }
 
 // fillMarkers replaces the threshold markers of s with their values.
@@ -159,12 +173,18 @@ func alertMutants(t *testing.T, marked *rules.File, defaults map[string]string) 
 				t.Fatalf("%s: threshold %s = %q is not a number", alert, name, defaults[name])
 			}
 			for _, f := range []float64{thresholdUp, thresholdDown} {
-				to := formatNumber(v * f)
 				marker := thresholdMarker(name)
 				out = append(out, alertMutant{
 					alert: alert,
-					id:    fmt.Sprintf("%s threshold %s %s -> %s", alert, name, defaults[name], to),
-					apply: func(r *rules.Rule) { r.Expr = strings.ReplaceAll(r.Expr, marker, to) },
+					id:    fmt.Sprintf("%s threshold %s %s -> %s", alert, name, defaults[name], formatNumber(v*f)),
+					apply: func(r *rules.Rule, values map[string]string) {
+						v, err := strconv.ParseFloat(values[name], 64)
+						if err != nil {
+							t.Errorf("%s: threshold %s = %q is not a number", alert, name, values[name])
+							return
+						}
+						r.Expr = strings.ReplaceAll(r.Expr, marker, formatNumber(v*f))
+					},
 				})
 			}
 		}
@@ -182,7 +202,7 @@ func alertMutants(t *testing.T, marked *rules.File, defaults map[string]string) 
 				out = append(out, alertMutant{
 					alert: alert,
 					id:    fmt.Sprintf("%s threshold %s -> %s %s", alert, lit, op, to),
-					apply: func(r *rules.Rule) {
+					apply: func(r *rules.Rule, _ map[string]string) {
 						r.Expr = literalThreshold.ReplaceAllStringFunc(r.Expr, func(m string) string {
 							s := literalThreshold.FindStringSubmatch(m)
 							if s[1] != op || s[3] != num {
@@ -200,11 +220,17 @@ func alertMutants(t *testing.T, marked *rules.File, defaults map[string]string) 
 				t.Fatalf("%s: for %q: %v", alert, r.For, err)
 			}
 			for _, f := range []float64{forUp, forDown} {
-				to := model.Duration(time.Duration(float64(d) * f).Round(time.Second)).String()
 				out = append(out, alertMutant{
 					alert: alert,
-					id:    fmt.Sprintf("%s for %s -> %s", alert, r.For, to),
-					apply: func(r *rules.Rule) { r.For = to },
+					id:    fmt.Sprintf("%s for %s -> %s", alert, r.For, scaleFor(d, f)),
+					apply: func(r *rules.Rule, _ map[string]string) {
+						d, err := model.ParseDuration(r.For)
+						if err != nil {
+							t.Errorf("%s: for %q: %v", alert, r.For, err)
+							return
+						}
+						r.For = scaleFor(d, f)
+					},
 				})
 			}
 		}
@@ -212,12 +238,17 @@ func alertMutants(t *testing.T, marked *rules.File, defaults map[string]string) 
 	return out
 }
 
+// scaleFor multiplies a `for` duration by f, to the second.
+func scaleFor(d model.Duration, f float64) string {
+	return model.Duration(time.Duration(float64(d) * f).Round(time.Second)).String()
+}
+
 // TestAlertMutantsDerived checks the derivation itself, cheaply, on every
 // `make test`: every alert with a `for` or a threshold has mutants, and
 // the mutants of one known alert are the expected ones.
 func TestAlertMutantsDerived(t *testing.T) {
 	t.Parallel()
-	marked, defaults := markedAlerts(t)
+	marked, defaults := markedAlerts(t, true, readFile(t, chartValues))
 	ms := alertMutants(t, marked, defaults)
 	var ids []string
 	for _, m := range ms {
@@ -249,6 +280,61 @@ func TestAlertMutantsDerived(t *testing.T) {
 	}
 }
 
+// TestAlertMutantsOnTunedRendering: a mutant applied to the tuned
+// rendering scales the tuned threshold and the overridden `for`, not the
+// defaults its id names, and each rendering enables the alerts its cases
+// expect (every alert for rules/tests, the tuned ones for
+// rules/tests/tuned).
+func TestAlertMutantsOnTunedRendering(t *testing.T) {
+	t.Parallel()
+	sets := mutationSets(t)
+	ms := alertMutants(t, sets[0].marked, sets[0].values)
+	apply := func(s mutationSet, id string) rules.Rule {
+		t.Helper()
+		i := slices.IndexFunc(ms, func(m alertMutant) bool { return m.id == id })
+		if i < 0 {
+			t.Fatalf("no mutant %q", id)
+		}
+		for _, r := range s.marked.Rules() {
+			if r.Alert == ms[i].alert {
+				ms[i].apply(&r, s.values)
+				r.Expr = fillMarkers(r.Expr, s.values)
+				return r
+			}
+		}
+		t.Fatalf("rules/%s: no alert %s", s.dir, ms[i].alert)
+		return rules.Rule{}
+	}
+	for _, c := range []struct {
+		set        int
+		id         string
+		expr, from string
+	}{
+		{0, "GPUTemperatureHigh threshold temperatureSlowdownMarginCelsius 5 -> 5.5", "- 5.5)", ""},
+		{1, "GPUTemperatureHigh threshold temperatureSlowdownMarginCelsius 5 -> 5.5", "- 11)", ""},
+		{0, "GPUTemperatureHigh for 10m -> 7m30s", "", "7m30s"},
+		{1, "GPUTemperatureHigh for 10m -> 7m30s", "", "3m45s"},
+		{1, "GPUMemoryNearlyFull threshold memoryNearlyFullRatio 0.95 -> 0.855", "> 0.873)", ""},
+	} {
+		r := apply(sets[c.set], c.id)
+		if c.expr != "" && !strings.Contains(r.Expr, c.expr) {
+			t.Errorf("%s on rules/%s: expr does not contain %q:\n%s", c.id, sets[c.set].dir, c.expr, r.Expr)
+		}
+		if c.from != "" && r.For != c.from {
+			t.Errorf("%s on rules/%s: for %s, want %s", c.id, sets[c.set].dir, r.For, c.from)
+		}
+	}
+	has := func(s mutationSet, alert string) bool {
+		return slices.ContainsFunc(s.marked.Rules(), func(r rules.Rule) bool { return r.Alert == alert })
+	}
+	if !has(sets[0], "GPUMemoryNearlyFull") || !has(sets[1], "GPUMemoryNearlyFull") {
+		t.Error("GPUMemoryNearlyFull (off by default, on in the tuned values) is not in both renderings")
+	}
+	if has(sets[1], "GPUPowerCapped") {
+		t.Error("GPUPowerCapped, disabled in the tuned values, is in the tuned rendering")
+	}
+}
+
 func hasLiteralThreshold(expr string) bool {
 	for _, m := range literalThreshold.FindAllStringSubmatch(expr, -1) {
 		if v, _ := strconv.ParseFloat(m[3], 64); v != 0 {
@@ -259,25 +345,29 @@ func hasLiteralThreshold(expr string) bool {
 }
 
 // TestAlertMutantsKilled renders, for every mutant of every alert, the
-// rules with that one change and runs the promtool unit tests of
-// rules/tests that name the alert: some case must fail. Run by `make
-// mutation` (go test ./rules -run TestAlertMutantsKilled -args -mutation);
-// promtool runs in parallel, one per CPU.
+// rules with that one change and runs the promtool unit tests that name
+// the alert, as the unit tests run them (mutationSets): rules/tests against
+// the defaults, then rules/tests/tuned against the tuned rendering; some
+// case of either must fail. Each rendering unmutated first passes its
+// cases, so a failure is the mutant's. Run by `make mutation` (go test
+// ./rules -run TestAlertMutantsKilled -args -mutation); promtool runs in
+// parallel, one per CPU.
 func TestAlertMutantsKilled(t *testing.T) {
 	if !*mutation {
 		t.Skip("rule mutation check: run with -args -mutation (make mutation)")
 	}
 	bin := promtool(t)
-	marked, defaults := markedAlerts(t)
 	recording, err := load(t, rules.RecordingFile).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string][]byte{}
-	for _, f := range unitTestFiles(t, "tests") {
-		tests[f] = readFile(t, f)
+	sets := mutationSets(t)
+	for _, s := range sets {
+		if runMutant(t, bin, s, nil, recording, sortedKeys(s.tests)) {
+			t.Fatalf("rules/%s fails on the unmutated rules: fix it before checking mutants", s.dir)
+		}
 	}
-	mutants := alertMutants(t, marked, defaults)
+	mutants := alertMutants(t, sets[0].marked, sets[0].values)
 	only := func(string) bool { return true }
 	if *mutationAlerts != "" {
 		re := regexp.MustCompile(`^(?:` + *mutationAlerts + `)$`)
@@ -291,15 +381,19 @@ func TestAlertMutantsKilled(t *testing.T) {
 		sem       = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	)
 	for _, m := range mutants {
-		var files []string
 		names := regexp.MustCompile(`alertname:\s*` + m.alert + `\b`)
-		for f, data := range tests {
-			if names.Match(data) {
-				files = append(files, f)
+		files := make([][]string, len(sets))
+		var ran []string
+		for i, s := range sets {
+			for f, data := range s.tests {
+				if names.Match(data) {
+					files[i] = append(files[i], f)
+				}
 			}
+			slices.Sort(files[i])
+			ran = append(ran, files[i]...)
 		}
-		slices.Sort(files)
-		if len(files) == 0 {
+		if len(ran) == 0 {
 			survivors[m.id] = "no promtool case names the alert"
 			continue
 		}
@@ -308,15 +402,18 @@ func TestAlertMutantsKilled(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if !runMutant(t, bin, marked, defaults, m, recording, files, tests) {
-				mu.Lock()
-				survivors[m.id] = "promtool passed: " + strings.Join(files, ", ")
-				mu.Unlock()
+			for i, s := range sets {
+				if len(files[i]) > 0 && runMutant(t, bin, s, &m, recording, files[i]) {
+					return
+				}
 			}
+			mu.Lock()
+			survivors[m.id] = "promtool passed: " + strings.Join(ran, ", ")
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d mutants of %d alerts, %d survived", len(mutants), countAlerts(marked), len(survivors))
+	t.Logf("%d mutants of %d alerts, %d survived", len(mutants), countAlerts(sets[0].marked), len(survivors))
 	for _, id := range sortedKeys(survivors) {
 		if _, ok := knownSurvivors[id]; !ok {
 			t.Errorf("mutant lived: %s (%s)", id, survivors[id])
@@ -332,17 +429,22 @@ func TestAlertMutantsKilled(t *testing.T) {
 	}
 }
 
-// runMutant writes the rules with mutant m applied, without annotations,
-// and runs promtool test rules on files; killed reports whether a case
-// failed. A promtool that cannot run at all fails the test.
-func runMutant(t *testing.T, bin string, marked *rules.File, defaults map[string]string, m alertMutant, recording []byte, files []string, tests map[string][]byte) bool {
+// runMutant writes the rules of set s with mutant m applied (none if m is
+// nil), without annotations, and runs promtool test rules on files;
+// failed reports whether a case failed. A promtool that cannot run at all
+// fails the test.
+func runMutant(t *testing.T, bin string, s mutationSet, m *alertMutant, recording []byte, files []string) (failed bool) {
+	name := "unmutated " + s.dir
+	if m != nil {
+		name = m.id + " on " + s.dir
+	}
 	dir := t.TempDir()
-	alerts := marked.Map(func(r rules.Rule) rules.Rule {
+	alerts := s.marked.Map(func(r rules.Rule) rules.Rule {
 		r.Annotations = nil
-		if r.Alert == m.alert {
-			m.apply(&r)
+		if m != nil && r.Alert == m.alert {
+			m.apply(&r, s.values)
 		}
-		r.Expr = fillMarkers(r.Expr, defaults)
+		r.Expr = fillMarkers(r.Expr, s.values)
 		return r
 	})
 	data, err := alerts.Marshal()
@@ -363,7 +465,7 @@ func runMutant(t *testing.T, bin string, marked *rules.File, defaults map[string
 	}
 	for _, f := range files {
 		dst := filepath.Join(dir, "tests", filepath.Base(f))
-		if err := os.WriteFile(dst, tests[f], 0o644); err != nil {
+		if err := os.WriteFile(dst, s.tests[f], 0o644); err != nil {
 			t.Error(err)
 			return true
 		}
@@ -375,7 +477,10 @@ func runMutant(t *testing.T, bin string, marked *rules.File, defaults map[string
 	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "FAILED") {
-		t.Errorf("%s: promtool did not run the tests: %v\n%s", m.id, err, out)
+		t.Errorf("%s: promtool did not run the tests: %v\n%s", name, err, out)
+	}
+	if m == nil {
+		t.Logf("%s: %s", name, out)
 	}
 	return true
 }
@@ -390,7 +495,7 @@ func countAlerts(f *rules.File) int {
 	return n
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
