@@ -175,6 +175,11 @@ func run(bin, pkg string, coefficient, workers int, timeout time.Duration, diff 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	// Gremlins times each mutant's test run out at coefficient times its
+	// coverage run; a coverage run answered from Go's test cache takes a
+	// second, which would time out every mutant of a package whose tests
+	// take longer. -count=1 makes the coverage run (and so the timeout) real.
+	cmd.Env = append(os.Environ(), "GOFLAGS=-count=1 "+os.Getenv("GOFLAGS"))
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	start := time.Now()
