@@ -28,7 +28,7 @@ import (
 var defaultPackages = []string{
 	"./pkg/hpcjobs", "./pkg/config", "./pkg/fields", "./pkg/rightsize", "./pkg/podresources",
 	"./pkg/processes", "./pkg/collector", "./pkg/exposition", "./pkg/podlabels", "./pkg/source",
-	"./pkg/source/nvml", "./pkg/source/dcgm", "./pkg/source/sim", "./pkg/bounded", "./pkg/logthrottle",
+	"./pkg/source/nvml", "./pkg/source/dcgm", "./pkg/sim", "./pkg/bounded", "./pkg/logthrottle",
 	"./pkg/server", "./pkg/sourceopen", "./pkg/doctor",
 }
 
@@ -42,7 +42,7 @@ var defaultPackages = []string{
 // libdcgm or go-nvml's mock, about 20 s a mutant on the shared two cores
 // (hours for the ~200 mutants of each).
 var excluded = map[string]string{
-	"./pkg/source":      `^(cgocall|dcgm|nvml|sim)/`,
+	"./pkg/source":      `^(cgocall|dcgm|nvml)/`,
 	"./pkg/source/dcgm": `_cgo\.go$`,
 	"./pkg/source/nvml": `^(available|events|fabric|inventory|library|mig|read|source)_cgo\.go$`,
 }
