@@ -172,15 +172,13 @@ func run(bin, pkg string, coefficient, workers int, timeout time.Duration, diff 
 	if re, ok := excluded[pkg]; ok {
 		args = append(args, "--exclude-files", re)
 	}
-	args = append(args, pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	// Gremlins times each mutant's test run out at coefficient times its
-	// coverage run; a coverage run answered from Go's test cache takes a
-	// second, which would time out every mutant of a package whose tests
-	// take longer. -count=1 makes the coverage run (and so the timeout) real.
-	cmd.Env = append(os.Environ(), "GOFLAGS=-count=1 "+os.Getenv("GOFLAGS"))
+	cmd, err := gremlinsCmd(ctx, bin, pkg, diff != "", args)
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	start := time.Now()
@@ -222,6 +220,40 @@ func run(bin, pkg string, coefficient, workers int, timeout time.Duration, diff 
 	}
 	slices.Sort(r.lives)
 	return r
+}
+
+// gremlinsCmd is gremlins run with args on pkg.
+//
+// Gremlins times each mutant's test run out at coefficient times its
+// coverage run; a coverage run answered from Go's test cache takes a
+// second, which would time out every mutant of a package whose tests take
+// longer. GOFLAGS=-count=1 makes the coverage run (and so the timeout)
+// real.
+//
+// With --diff, gremlins v0.6.0 keys the changed lines by git diff's paths
+// (from the repository root: pkg/x/a.go) but looks them up by paths from
+// the package's directory (a.go), so in any package below the root no
+// mutant is ever on a changed line and every run passes with none. The
+// diff form therefore runs gremlins in the package's directory, on its
+// absolute path, with git's diff.relative set: git diff then names the
+// files from there.
+func gremlinsCmd(ctx context.Context, bin, pkg string, diff bool, args []string) (*exec.Cmd, error) {
+	env := append(os.Environ(), "GOFLAGS=-count=1 "+os.Getenv("GOFLAGS"))
+	dir := ""
+	if diff {
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			return nil, err
+		}
+		if bin, err = filepath.Abs(bin); err != nil {
+			return nil, err
+		}
+		dir, pkg = abs, abs
+		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=diff.relative", "GIT_CONFIG_VALUE_0=true")
+	}
+	cmd := exec.CommandContext(ctx, bin, append(slices.Clone(args), pkg)...)
+	cmd.Dir, cmd.Env = dir, env
+	return cmd, nil
 }
 
 func lastLine(s string) string {
