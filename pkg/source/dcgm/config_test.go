@@ -70,3 +70,32 @@ func TestRemoteAddress(t *testing.T) {
 		}
 	}
 }
+
+// DCGM's update frequency is in microseconds, but the source refuses
+// anything below a millisecond: exactly 1ms is the least interval and
+// fabric interval it takes, and a keep-age equal to the interval is the
+// least it takes (no XID event is dropped between two reads).
+func TestConfigBoundaries(t *testing.T) {
+	t.Parallel()
+	ok := []Config{
+		{Interval: time.Millisecond},
+		{Interval: time.Second, FabricInterval: time.Millisecond},
+		{Interval: time.Minute, KeepAge: time.Minute},
+	}
+	for _, cfg := range ok {
+		if _, err := cfg.withDefaults(); err != nil {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+	bad := map[string]Config{
+		"interval 999µs is below DCGM's 1ms resolution":        {Interval: 999 * time.Microsecond},
+		"fabric interval 999µs is below DCGM's 1ms resolution": {Interval: time.Second, FabricInterval: 999 * time.Microsecond},
+		"negative keep age":        {KeepAge: -time.Second},
+		"negative fabric interval": {FabricInterval: -time.Second},
+	}
+	for want, cfg := range bad {
+		if _, err := cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: error %v, want it to contain %q", cfg, err, want)
+		}
+	}
+}

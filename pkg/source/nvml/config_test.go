@@ -74,3 +74,44 @@ func TestMIGProfile(t *testing.T) {
 		}
 	}
 }
+
+func TestMIGProfileNameAtStart(t *testing.T) {
+	t.Parallel()
+	// A name that is only "MIG <profile>" (no parent model before it)
+	// still gives the profile, not the attributes' (none here).
+	if got := migProfile("MIG 1g.10gb", 0, 0); got != "1g.10gb" {
+		t.Errorf("migProfile(%q) = %q, want 1g.10gb", "MIG 1g.10gb", got)
+	}
+}
+
+func TestIsDigits(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{"0123456789": true, "7": true, "": false, "/": false, ":": false, "1a": false, "٣": false} {
+		if got := isDigits(s); got != want {
+			t.Errorf("isDigits(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestMIGDeviceProfile(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, devName, giProfile string
+		ciSlices, giSlices       uint32
+		want                     string
+	}{
+		// The name wins over the slice counts, which here would say the
+		// compute instance fills its GPU instance.
+		{"compute instance from the name", "NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb", "3g.40gb", 3, 3, "1c.3g.40gb"},
+		{"name only", "MIG 1c.3g.40gb", "3g.40gb", 3, 3, "1c.3g.40gb"},
+		{"whole GPU instance from the name", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "3g.20gb", 1, 3, "3g.20gb"},
+		{"no profile in the name", "NVIDIA A100-SXM4-40GB", "3g.20gb", 1, 3, "1c.3g.20gb"},
+		{"another instance's profile in the name", "NVIDIA A100-SXM4-40GB MIG 2g.10gb", "3g.20gb", 1, 3, "1c.3g.20gb"},
+		{"unknown GPU instance profile", "NVIDIA A100-SXM4-40GB MIG 1c.", "", 1, 3, ""},
+	}
+	for _, tc := range cases {
+		if got := migDeviceProfile(tc.devName, tc.giProfile, tc.ciSlices, tc.giSlices); got != tc.want {
+			t.Errorf("%s: migDeviceProfile(%q, %q, %d, %d) = %q, want %q", tc.name, tc.devName, tc.giProfile, tc.ciSlices, tc.giSlices, got, tc.want)
+		}
+	}
+}

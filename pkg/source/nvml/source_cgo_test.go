@@ -815,6 +815,7 @@ func TestDecodeFieldValue(t *testing.T) {
 		{"retired pages uninitialised", uninitialised, fvRetired, source.Value{}},
 		{"retired pages", typed(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, 3), fvRetired, source.IntValue(3)},
 		{"memory temperature", typed(nvml.VALUE_TYPE_DOUBLE, 55), fvMemoryTemp, source.IntValue(55)},
+		{"memory temperature at the bogus limit", typed(nvml.VALUE_TYPE_UNSIGNED_INT, 200), fvMemoryTemp, source.IntValue(200)},
 		{"bogus memory temperature", typed(nvml.VALUE_TYPE_UNSIGNED_INT, 201), fvMemoryTemp, source.Value{}},
 	}
 	for _, tc := range cases {
