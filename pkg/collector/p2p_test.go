@@ -43,12 +43,12 @@ func TestP2PStatusFailuresCounted(t *testing.T) {
 	}
 	const warn, back = "GPU P2P status read failed", "GPU P2P status read works again"
 	for _, step := range []struct {
-		name          string
-		links         []source.P2PLink
-		err           error
-		series        bool
-		errs          float64
-		warns, agains int
+		name              string
+		links             []source.P2PLink
+		err               error
+		series            bool
+		errs              float64
+		warns, recoveries int
 	}{
 		{"read", []source.P2PLink{{GPU: 0, Peer: 1}, {GPU: 1, Peer: 0}}, nil, true, 0, 0, 0},
 		{"failed", nil, errors.New("no hostengine"), false, 1, 1, 0},
@@ -67,8 +67,8 @@ func TestP2PStatusFailuresCounted(t *testing.T) {
 		if got := testutil.ToFloat64(c.m.errors.WithLabelValues("p2p")); got != step.errs {
 			t.Errorf("%s: errors_total{stage=p2p} = %v, want %v", step.name, got, step.errs)
 		}
-		if w, a := strings.Count(logs.String(), warn), strings.Count(logs.String(), back); w != step.warns || a != step.agains {
-			t.Errorf("%s: %d warnings and %d recoveries logged, want %d and %d:\n%s", step.name, w, a, step.warns, step.agains, logs.String())
+		if w, a := strings.Count(logs.String(), warn), strings.Count(logs.String(), back); w != step.warns || a != step.recoveries {
+			t.Errorf("%s: %d warnings and %d recoveries logged, want %d and %d:\n%s", step.name, w, a, step.warns, step.recoveries, logs.String())
 		}
 	}
 }
