@@ -19,7 +19,7 @@ func gpuHours(series string) string {
 func Workloads(o Options) (dashboard.Dashboard, error) {
 	bd := newBoard(o, WorkloadsUID, "GPU / Namespace and workload usage",
 		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs.",
-		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o), hpcUserVar()})
+		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o), hpcUserVar(), priceVar()})
 	ns := sel(mCluster, o.mNamespace())
 	pods := sel(mCluster, mNode, o.mNamespace(), mPod)
 	nsLabel := o.ns()
@@ -127,6 +127,7 @@ avg_over_time(gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_ins
 		[]column{{field: "namespace"}, {field: "pod"}, {field: "Value", title: "GPUs requested"}},
 		"")
 	sharedGPUs(bd, pods, legendNamespace, legendPod)
+	energyRows(bd, o, legendNamespace, legendWorkload)
 	hpcRows(bd)
 	return bd.build()
 }
