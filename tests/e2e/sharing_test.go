@@ -135,6 +135,7 @@ func testEnergyConservation(t *testing.T, s *stack) {
 	const window = "20s"
 	parts := fmt.Sprintf(`sum by (uuid) (increase(gpu_container_energy_joules_total[%[1]s])) + on (uuid) max by (uuid) (increase(gpu_idle_energy_joules_total[%[1]s]))`, window)
 	whole := fmt.Sprintf(`max by (uuid) (increase(gpu_energy_joules_total[%s]))`, window)
+	var worst float64 // the largest relative difference of the last round
 	poll.Problems(t, 40*time.Second, 2*time.Second, func() []string {
 		p, err := s.query(parts)
 		if err != nil {
@@ -152,8 +153,12 @@ func testEnergyConservation(t *testing.T, s *stack) {
 			counter[x.labels["uuid"]] = x.value
 		}
 		var problems []string
+		worst = 0
 		for _, x := range p {
 			c, ok := counter[x.labels["uuid"]]
+			if ok && c > 0 {
+				worst = math.Max(worst, math.Abs(x.value-c)/c)
+			}
 			// A window of 20s at some 100 W or more: thousands of joules;
 			// a millijoule per sample of rounding at most.
 			if !ok || c < 1000 || math.Abs(x.value-c) > 1e-6*c+0.05 {
@@ -162,4 +167,5 @@ func testEnergyConservation(t *testing.T, s *stack) {
 		}
 		return problems
 	})
+	t.Logf("holders + idle vs counter over %s: largest relative difference %.2g", window, worst)
 }
