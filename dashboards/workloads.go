@@ -14,11 +14,13 @@ func gpuHours(series string) string {
 
 // Workloads shows what namespaces and pods do with their GPUs: GPU-hours,
 // utilization, memory and power, idle-but-allocated GPUs and a waste
-// table; and the same for HPC jobs and users (hpcRows). Shared GPUs are split between their holders and MIG instances
+// table; with process accounting, energy and cost, shares given versus
+// used and orphan processes (energyRows); and the same for HPC jobs and
+// users (hpcRows). Shared GPUs are split between their holders and MIG instances
 // count as their share of a GPU (see rules/recording.yaml).
 func Workloads(o Options) (dashboard.Dashboard, error) {
 	bd := newBoard(o, WorkloadsUID, "GPU / Namespace and workload usage",
-		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs.",
+		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs; energy and cost, shares given versus used and orphan processes (process accounting).",
 		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o), hpcUserVar(), priceVar()})
 	ns := sel(mCluster, o.mNamespace())
 	pods := sel(mCluster, mNode, o.mNamespace(), mPod)
