@@ -584,3 +584,42 @@ func TestNamespaceLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadsBoardShowsSharing: the workloads dashboard shows issue 36's
+// figures: energy per namespace and workload (and its cost, energy times
+// the $price variable), shares given versus used per container, orphan
+// processes and their memory per GPU.
+func TestWorkloadsBoardShowsSharing(t *testing.T) {
+	t.Parallel()
+	d := loadBoards(t)["gpu-workloads.json"]
+	wants := []string{
+		"namespace:gpu_container_energy_joules:rate5m",
+		"workload:gpu_container_energy_joules:rate5m",
+		"node:gpu_idle_energy_joules:rate5m",
+		"gpu_container:gpu_sm_share_used:ratio",
+		"gpu_container:gpu_memory_share_used:ratio",
+		"gpu_orphan_processes",
+		"gpu_orphan_memory_used_bytes",
+	}
+	for _, want := range wants {
+		read := regexp.MustCompile(`(^|[^a-zA-Z0-9_:])` + regexp.QuoteMeta(want) + `\{`)
+		found := false
+		for _, p := range d.all() {
+			found = found || p.reads(read)
+		}
+		if !found {
+			t.Errorf("no panel of gpu-workloads.json reads %s", want)
+		}
+	}
+	costs := 0
+	for _, p := range d.all() {
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "energy_joules") && strings.Contains(tg.Expr, "* $price") {
+				costs++
+			}
+		}
+	}
+	if costs < 2 {
+		t.Errorf("%d cost queries (energy x $price), want one per namespace and one per workload", costs)
+	}
+}

@@ -53,6 +53,7 @@ var grafanaVars = strings.NewReplacer(
 	"$namespace", ".*",
 	"$pod", ".*",
 	"$hpc_user", ".*",
+	"$price", "0.15", // the Price per kWh variable's default
 )
 
 // metricName finds the raw metric names a query reads (recordings have a

@@ -14,12 +14,14 @@ func gpuHours(series string) string {
 
 // Workloads shows what namespaces and pods do with their GPUs: GPU-hours,
 // utilization, memory and power, idle-but-allocated GPUs and a waste
-// table; and the same for HPC jobs and users (hpcRows). Shared GPUs are split between their holders and MIG instances
+// table; with process accounting, energy and cost, shares given versus
+// used and orphan processes (energyRows); and the same for HPC jobs and
+// users (hpcRows). Shared GPUs are split between their holders and MIG instances
 // count as their share of a GPU (see rules/recording.yaml).
 func Workloads(o Options) (dashboard.Dashboard, error) {
 	bd := newBoard(o, WorkloadsUID, "GPU / Namespace and workload usage",
-		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs.",
-		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o), hpcUserVar()})
+		"GPU-hours, utilization, memory and power per namespace and pod; GPUs held but idle; pods waiting for GPUs; energy and cost, shares given versus used and orphan processes (process accounting).",
+		[]cog.Builder[dashboard.VariableModel]{datasourceVar(), clusterVar(), nodeVar(), namespaceVar(o), podVar(o), hpcUserVar(), priceVar()})
 	ns := sel(mCluster, o.mNamespace())
 	pods := sel(mCluster, mNode, o.mNamespace(), mPod)
 	nsLabel := o.ns()
@@ -127,6 +129,7 @@ avg_over_time(gpu_graphics_engine_active_ratio{` + sel(pods, `pod!=""`, `gpu_ins
 		[]column{{field: "namespace"}, {field: "pod"}, {field: "Value", title: "GPUs requested"}},
 		"")
 	sharedGPUs(bd, pods, legendNamespace, legendPod)
+	energyRows(bd, o, legendNamespace, legendWorkload)
 	hpcRows(bd)
 	return bd.build()
 }

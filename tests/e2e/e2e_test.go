@@ -280,6 +280,7 @@ var grafanaVars = strings.NewReplacer(
 	"$namespace", ".*",
 	"$pod", ".*",
 	"$hpc_user", ".*",
+	"$price", "0.15", // the Price per kWh variable's default
 )
 
 type dashboardQuery struct {

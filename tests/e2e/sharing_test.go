@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
+	"github.com/gpu-exporter/gpu-exporter/rules"
+)
+
+// TestSharedGPURules is issue 36's acceptance check: on the simulator's
+// time-slicing node (GPU 0 time-sliced by three pods, shared-b under
+// HAMi-core limits using no SM time; GPU 1 shared by two MPS clients with
+// MPS limits; GPU 3 keeping an orphan process of a deleted pod), with
+// process accounting on (the default, --collect.processes=container) and
+// the shipped recording rules in a real Prometheus, the per-workload and
+// per-namespace energy rules, the share-given-versus-used rules and the
+// orphan series return data with sane values, and energy is conserved:
+// over a window the holders' energy plus the idle energy equals the
+// increase of each GPU's own energy counter.
+func TestSharedGPURules(t *testing.T) {
+	recording, err := rules.Raw(rules.RecordingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSimPrometheus(t, []simTarget{{scenario: "timeslicing", args: []string{"--collect.processes=container"}}},
+		map[string][]byte{rules.RecordingFile: recording})
+
+	type check struct {
+		query string
+		// want checks the result; nil means "some data".
+		want func([]sample) []string
+	}
+	between := func(lo, hi float64) func([]sample) []string {
+		return func(r []sample) []string {
+			var bad []string
+			for _, x := range r {
+				if !(x.value >= lo && x.value <= hi) {
+					bad = append(bad, fmt.Sprintf("%v not in [%g, %g]", x, lo, hi))
+				}
+			}
+			return bad
+		}
+	}
+	byLabel := func(label string, want map[string]func(float64) bool) func([]sample) []string {
+		return func(r []sample) []string {
+			seen := map[string]bool{}
+			var bad []string
+			for _, x := range r {
+				v := x.labels[label]
+				seen[v] = true
+				if ok, known := want[v]; known && !ok(x.value) {
+					bad = append(bad, fmt.Sprintf("%s=%s: unexpected value %g", label, v, x.value))
+				}
+			}
+			for v := range want {
+				if !seen[v] {
+					bad = append(bad, fmt.Sprintf("no series with %s=%s", label, v))
+				}
+			}
+			return bad
+		}
+	}
+	zero := func(v float64) bool { return v == 0 }
+	// Between 1 and 400 W: the scenario's GPUs draw at most their 400 W
+	// limit, and a busy holder's share of that is well above a watt.
+	watts := func(v float64) bool { return v > 1 && v <= 400 }
+	checks := map[string]check{
+		// Per workload: the MPS clients (Deployment embed) and shared-a
+		// (StatefulSet shared) draw power; shared-b (no SM time) none.
+		"energy per workload": {`workload:gpu_container_energy_joules:rate5m`, byLabel("workload_name", map[string]func(float64) bool{
+			"embed": watts, "shared": watts, "shared-b": zero, "trainer-0": watts,
+		})},
+		"energy per namespace": {`namespace:gpu_container_energy_joules:rate5m`, byLabel("namespace", map[string]func(float64) bool{
+			"ml": watts, "inference": watts, "research": watts,
+		})},
+		"idle energy per node": {`node:gpu_idle_energy_joules:rate5m`, between(1, 4*400)},
+		// Shares given versus used: HAMi's shared-b uses none of its SM
+		// share; the MPS clients use some of theirs, at most 1/0.5.
+		"SM share used": {`gpu_container:gpu_sm_share_used:ratio`, byLabel("pod", map[string]func(float64) bool{
+			"shared-b": zero, "embed-0": func(v float64) bool { return v > 0 && v <= 2 }, "embed-1": func(v float64) bool { return v > 0 && v <= 2 },
+		})},
+		// 24000 of 40000 MiB for shared-b, 12000 MiB of 16 GiB for the MPS clients.
+		"memory share used": {`gpu_container:gpu_memory_share_used:ratio`, byLabel("pod", map[string]func(float64) bool{
+			"shared-b": func(v float64) bool { return math.Abs(v-24000.0/40000) < 1e-9 },
+			"embed-0":  func(v float64) bool { return math.Abs(v-12000.0/16384) < 1e-9 },
+			"embed-1":  func(v float64) bool { return math.Abs(v-12000.0/16384) < 1e-9 },
+		})},
+		"SM share used per namespace": {`namespace:gpu_sm_share_used:ratio`, byLabel("namespace", map[string]func(float64) bool{
+			"ml": zero, "inference": func(v float64) bool { return v > 0 && v <= 2 },
+		})},
+		// The orphan on GPU 3 holds 6 GiB; no other GPU has one.
+		"orphan processes": {`gpu_orphan_processes > 0`, byLabel("gpu", map[string]func(float64) bool{"3": func(v float64) bool { return v == 1 }})},
+		"orphan memory":    {`gpu_orphan_memory_used_bytes > 0`, byLabel("gpu", map[string]func(float64) bool{"3": func(v float64) bool { return v == 6<<30 }})},
+	}
+	names := make([]string, 0, len(checks))
+	for name := range checks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	// rate(...[5m]) needs two samples of each counter: a few seconds.
+	poll.Problems(t, 60*time.Second, time.Second, func() []string {
+		var problems []string
+		for _, name := range names {
+			c := checks[name]
+			r, err := s.query(c.query)
+			switch {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("%s: %v", name, err))
+			case len(r) == 0:
+				problems = append(problems, fmt.Sprintf("%s: no data: %s", name, c.query))
+			default:
+				for _, p := range c.want(r) {
+					problems = append(problems, fmt.Sprintf("%s (%s): %s", name, c.query, p))
+				}
+			}
+		}
+		return problems
+	})
+
+	t.Run("energy conservation", func(t *testing.T) { testEnergyConservation(t, s) })
+}
+
+// testEnergyConservation: over a window, per GPU, the increase of its
+// holders' gpu_container_energy_joules_total (orphans and host processes
+// included) plus that of gpu_idle_energy_joules_total equals the increase
+// of gpu_energy_joules_total (one copy per holder: max by uuid). All three
+// come from the same scrapes, so increase()'s extrapolation scales them
+// alike; what is left is the GPU counter's millijoule rounding and
+// floating-point error.
+func testEnergyConservation(t *testing.T, s *stack) {
+	const window = "20s"
+	parts := fmt.Sprintf(`sum by (uuid) (increase(gpu_container_energy_joules_total[%[1]s])) + on (uuid) max by (uuid) (increase(gpu_idle_energy_joules_total[%[1]s]))`, window)
+	whole := fmt.Sprintf(`max by (uuid) (increase(gpu_energy_joules_total[%s]))`, window)
+	var worst float64 // the largest relative difference of the last round
+	poll.Problems(t, 40*time.Second, 2*time.Second, func() []string {
+		p, err := s.query(parts)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		w, err := s.query(whole)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		if len(p) != 4 || len(w) != 4 {
+			return []string{fmt.Sprintf("want 4 GPUs on both sides, got holders+idle %v, counter %v", p, w)}
+		}
+		counter := map[string]float64{}
+		for _, x := range w {
+			counter[x.labels["uuid"]] = x.value
+		}
+		var problems []string
+		worst = 0
+		for _, x := range p {
+			c, ok := counter[x.labels["uuid"]]
+			if ok && c > 0 {
+				worst = math.Max(worst, math.Abs(x.value-c)/c)
+			}
+			// A window of 20s at some 100 W or more: thousands of joules;
+			// a millijoule per sample of rounding at most.
+			if !ok || c < 1000 || math.Abs(x.value-c) > 1e-6*c+0.05 {
+				problems = append(problems, fmt.Sprintf("GPU %s: holders + idle %g J, counter %g J over %s", x.labels["uuid"], x.value, c, window))
+			}
+		}
+		return problems
+	})
+	t.Logf("holders + idle vs counter over %s: largest relative difference %.2g", window, worst)
+}
