@@ -73,7 +73,7 @@ func kaiRoleOf(pod *apiPod) kaiRole {
 			r.groups = append(r.groups, validText(v))
 		}
 	}
-	if len(r.groups) == 0 {
+	if len(r.groups) == 0 || !kaiActive(pod.Status.Phase) {
 		return kaiRole{}
 	}
 	slices.Sort(r.groups)
@@ -84,6 +84,23 @@ func kaiRoleOf(pod *apiPod) kaiRole {
 	}
 	r.container = validText(r.container)
 	return r
+}
+
+// kaiActive reports whether a fractional pod in phase uses its group's
+// GPU: KAI's binder counts the pods of a group that are Running or Pending
+// and deletes the reservation pod when none is (syncForPods in
+// resource_reservation.go); a pod that ended keeps its runai-gpu-group
+// label (the binder removes it only when a bind is rolled back:
+// Binder.Rollback, pkg/binder/binding/binder.go).
+func kaiActive(phase string) bool { return phase == "Running" || phase == "Pending" }
+
+// kaiPhase keeps a pod's phase for kaiRoleOf: only of pods in KAI's GPU
+// groups.
+func kaiPhase(pod *apiPod) string {
+	if !hasKAIGroup(pod.Labels) {
+		return ""
+	}
+	return pod.Status.Phase
 }
 
 // kaiContainers keeps of a pod's containers the names kaiRoleOf reads:

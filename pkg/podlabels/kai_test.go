@@ -49,6 +49,7 @@ func kaiFractionPod(ns, name, node, group string, containers []string, annotatio
 	for _, c := range containers {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "nvidia/cuda:13.0.2-base-ubi8"})
 	}
+	p.Status.Phase = corev1.PodRunning
 	return p
 }
 
@@ -63,6 +64,15 @@ func TestKAIRoleOf(t *testing.T) {
 	multi.Labels["runai-gpu-group/g1"] = "g1"
 	twoContainers := kaiReservationPod("g1", thisNode)
 	twoContainers.Spec.Containers = append(twoContainers.Spec.Containers, corev1.Container{Name: "sidecar"})
+	twoContainers.Status.Phase = corev1.PodRunning
+	pending := kaiFractionPod("ml", "a", thisNode, kaiGroup, []string{"main"}, nil)
+	pending.Status.Phase = corev1.PodPending
+	// KAI counts a group's Running and Pending pods only (syncForPods in
+	// resource_reservation.go); an ended pod keeps its label.
+	succeeded := kaiFractionPod("ml", "a", thisNode, kaiGroup, []string{"main"}, nil)
+	succeeded.Status.Phase = corev1.PodSucceeded
+	failed := kaiFractionPod("ml", "a", thisNode, kaiGroup, []string{"main"}, nil)
+	failed.Status.Phase = corev1.PodFailed
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -77,6 +87,9 @@ func TestKAIRoleOf(t *testing.T) {
 		{"multi-fraction pod", multi, kaiRole{groups: []string{"g1", "g2"}, container: "main"}},
 		{"a grouped pod with a second container is no reservation pod", twoContainers,
 			kaiRole{groups: []string{"g1"}, container: "resource-reservation"}},
+		{"pending fractional pod", pending, kaiRole{groups: []string{kaiGroup}, container: "main"}},
+		{"succeeded fractional pod", succeeded, kaiRole{}},
+		{"failed fractional pod", failed, kaiRole{}},
 		{"no group", newPod("ml", "plain", thisNode, map[string]string{"app": "kai-resource-reservation"}), kaiRole{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,6 +116,7 @@ func TestStoreKAIWorkloads(t *testing.T) {
 		kaiFractionPod("ml", "frac-a", thisNode, kaiGroup, []string{"main"}, nil),
 		kaiFractionPod("research", "frac-b", thisNode, kaiGroup, []string{"sidecar", "nb"}, map[string]string{"gpu-fraction-container-name": "nb"}),
 		kaiFractionPod("ml", "other-group", thisNode, "another-group", []string{"main"}, nil),
+		succeededFractionPod("ml", "done", kaiGroup),
 		kaiFractionPod("ml", "elsewhere", otherNode, kaiGroup, []string{"main"}, nil),
 		newPod("ml", "plain", thisNode, nil),
 	)
@@ -131,6 +145,18 @@ func TestStoreKAIWorkloads(t *testing.T) {
 	poll.Until(t, "a new fractional pod joins the group", func() bool {
 		return slices.Equal(s.KAIWorkloads("kai-resource-reservation", res), []ContainerRef{{"ml", "frac-c", "main"}})
 	})
+	a.update(t, succeededFractionPod("ml", "frac-c", kaiGroup))
+	poll.Until(t, "a fractional pod that ended leaves the group", func() bool {
+		return s.KAIWorkloads("kai-resource-reservation", res) == nil
+	})
+}
+
+// succeededFractionPod is a fractional pod of group that ended: it keeps
+// its runai-gpu-group label and uses no GPU.
+func succeededFractionPod(ns, name, group string) *corev1.Pod {
+	p := kaiFractionPod(ns, name, thisNode, group, []string{"main"}, nil)
+	p.Status.Phase = corev1.PodSucceeded
+	return p
 }
 
 func TestStaticKAIWorkloads(t *testing.T) {

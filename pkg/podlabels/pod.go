@@ -44,8 +44,11 @@ type apiContainer struct {
 	Name string `json:"name"`
 }
 
-// apiPodStatus is the part of a PodStatus LookupContainer reads.
+// apiPodStatus is the part of a PodStatus LookupContainer and kaiRoleOf
+// read.
 type apiPodStatus struct {
+	// Phase is read for KAI Scheduler's fractional pods only (kai.go).
+	Phase                      string               `json:"phase,omitempty"`
 	ContainerStatuses          []apiContainerStatus `json:"containerStatuses,omitempty"`
 	InitContainerStatuses      []apiContainerStatus `json:"initContainerStatuses,omitempty"`
 	EphemeralContainerStatuses []apiContainerStatus `json:"ephemeralContainerStatuses,omitempty"`

@@ -95,9 +95,10 @@ func (s *Static) KAIWorkloads(namespace, pod string) []ContainerRef {
 	})
 }
 
-// apiPod is p as the API server would send it, for kaiRoleOf.
+// apiPod is p as the API server would send it, for kaiRoleOf: running,
+// as the simulator's pods are.
 func (p *StaticPod) apiPod() *apiPod {
-	pod := &apiPod{}
+	pod := &apiPod{Status: apiPodStatus{Phase: "Running"}}
 	pod.Namespace, pod.Name, pod.Labels, pod.Annotations = p.Namespace, p.Name, p.Labels, p.Annotations
 	for _, c := range p.Containers {
 		pod.Spec.Containers = append(pod.Spec.Containers, apiContainer{Name: c})

@@ -443,6 +443,7 @@ func slimPod(obj any) (any, error) {
 		},
 		Spec: apiPodSpec{NodeName: pod.Spec.NodeName, Containers: kaiContainers(pod)},
 		Status: apiPodStatus{
+			Phase:                      kaiPhase(pod),
 			ContainerStatuses:          slimStatuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses:      slimStatuses(pod.Status.InitContainerStatuses),
 			EphemeralContainerStatuses: slimStatuses(pod.Status.EphemeralContainerStatuses),
