@@ -30,6 +30,13 @@ type PodInfo interface {
 	Version() uint64
 }
 
+// FractionalHolders is what a PodInfo may also tell: the containers that
+// use a GPU the kubelet reports a KAI Scheduler reservation pod holding
+// (podlabels.Store.KAIWorkloads), nil for any other pod.
+type FractionalHolders interface {
+	KAIWorkloads(namespace, pod string) []podlabels.ContainerRef
+}
+
 // attributionKey identifies what the label sets were built from: the
 // kubelet's table and the pod informer's version.
 type attributionKey struct {
@@ -85,6 +92,9 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 		if views := inv.HeldAs(&inv.Entities[i]); len(views) > 0 {
 			hs = holdersThrough(table, hs, views)
 		}
+		if f, ok := j.podInfo.(FractionalHolders); ok {
+			hs = throughReservations(f, hs)
+		}
 		jobs := key.jobs.Jobs(&inv.Entities[i])
 		holders := len(hs) + len(jobs)
 		if holders == 0 {
@@ -137,6 +147,36 @@ func holdersThrough(table *podresources.Table, hs []podresources.Holder, views [
 			continue
 		}
 		out = append(out, h)
+	}
+	return out
+}
+
+// throughReservations replaces each KAI Scheduler reservation pod among
+// hs by the fraction containers of its GPU group's pods on this node, each
+// marked shared: they share the GPU by fractions whatever their number. A
+// reservation pod with none of its group's pods known stays the holder, as
+// the kubelet reports it. hs is returned unchanged when no holder is a
+// reservation pod.
+func throughReservations(f FractionalHolders, hs []podresources.Holder) []podresources.Holder {
+	var out []podresources.Holder
+	for i, h := range hs {
+		refs := f.KAIWorkloads(h.Namespace, h.Pod)
+		if len(refs) == 0 {
+			if out != nil {
+				out = append(out, h)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]podresources.Holder, 0, len(hs)+len(refs)), hs[:i]...)
+		}
+		for _, r := range refs {
+			out = append(out, podresources.Holder{Namespace: r.Namespace, Pod: r.Pod, Container: r.Container,
+				Resource: h.Resource, Shared: true})
+		}
+	}
+	if out == nil {
+		return hs
 	}
 	return out
 }

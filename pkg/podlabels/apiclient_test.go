@@ -93,8 +93,9 @@ func TestPodsClientRequests(t *testing.T) {
 	pod.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debug", ContainerID: "containerd://eee"}}
 	want := &apiPod{ // the decoders may clear TypeMeta: sameAPIPod ignores it
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "trainer-0", UID: pod.UID, Labels: pod.Labels, Annotations: pod.Annotations},
-		Spec:       apiPodSpec{NodeName: thisNode},
+		Spec:       apiPodSpec{NodeName: thisNode, Containers: []apiContainer{{Name: "main"}}},
 		Status: apiPodStatus{
+			Phase:                      "Running",
 			ContainerStatuses:          []apiContainerStatus{{Name: "main", ContainerID: "containerd://aaa"}},
 			InitContainerStatuses:      []apiContainerStatus{{Name: "sidecar", ContainerID: "containerd://bbb"}},
 			EphemeralContainerStatuses: []apiContainerStatus{{Name: "debug", ContainerID: "containerd://eee"}},

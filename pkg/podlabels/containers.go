@@ -70,13 +70,20 @@ func staticPodUID(pod *apiPod) string {
 	return ""
 }
 
-// staticPodAnnotations keeps, of a pod's annotations, the one
-// staticPodUID reads.
-func staticPodAnnotations(pod *apiPod) map[string]string {
-	if uid, ok := pod.Annotations[configMirror]; ok {
-		return map[string]string{configMirror: uid}
+// keptAnnotations keeps, of a pod's annotations, those the Store reads:
+// the one staticPodUID reads and KAI Scheduler's fraction container
+// (kai.go).
+func keptAnnotations(pod *apiPod) map[string]string {
+	var kept map[string]string
+	for _, k := range [...]string{configMirror, kaiFractionContainerAnnotation} {
+		if v, ok := pod.Annotations[k]; ok {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[k] = v
+		}
 	}
-	return nil
+	return kept
 }
 
 // RuntimeID strips the runtime's scheme from a status containerID:

@@ -33,11 +33,13 @@ type Info struct {
 
 	// seed is what the pod itself tells of its workload (Config.Workloads).
 	seed workloadSeed
+	// kai is the pod's part in KAI Scheduler's GPU sharing (kai.go).
+	kai kaiRole
 }
 
 // equal reports whether a and b hold the same content.
 func (a Info) equal(b Info) bool {
-	return a.UID == b.UID && slices.Equal(a.Labels, b.Labels) && a.seed == b.seed && a.Workload == b.Workload
+	return a.UID == b.UID && slices.Equal(a.Labels, b.Labels) && a.seed == b.seed && a.Workload == b.Workload && a.kai.equal(b.kai)
 }
 
 // podInfo computes the Info of pod under allow, keeping at most max labels,

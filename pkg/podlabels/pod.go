@@ -34,10 +34,21 @@ type apiPod struct {
 // apiPodSpec is the part of a PodSpec the Store reads.
 type apiPodSpec struct {
 	NodeName string `json:"nodeName,omitempty"`
+	// Containers are read for their names only: KAI Scheduler's fraction
+	// container is the first unless an annotation names another (kai.go).
+	Containers []apiContainer `json:"containers,omitempty"`
 }
 
-// apiPodStatus is the part of a PodStatus LookupContainer reads.
+// apiContainer is the part of a Container the Store reads.
+type apiContainer struct {
+	Name string `json:"name"`
+}
+
+// apiPodStatus is the part of a PodStatus LookupContainer and kaiRoleOf
+// read.
 type apiPodStatus struct {
+	// Phase is read for KAI Scheduler's fractional pods only (kai.go).
+	Phase                      string               `json:"phase,omitempty"`
 	ContainerStatuses          []apiContainerStatus `json:"containerStatuses,omitempty"`
 	InitContainerStatuses      []apiContainerStatus `json:"initContainerStatuses,omitempty"`
 	EphemeralContainerStatuses []apiContainerStatus `json:"ephemeralContainerStatuses,omitempty"`
@@ -68,6 +79,9 @@ func (p *apiPod) DeepCopyObject() runtime.Object {
 
 func (p *apiPod) deepCopy() *apiPod {
 	out := &apiPod{TypeMeta: p.TypeMeta, Spec: p.Spec}
+	if p.Spec.Containers != nil {
+		out.Spec.Containers = append(make([]apiContainer, 0, len(p.Spec.Containers)), p.Spec.Containers...)
+	}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Status = apiPodStatus{
 		ContainerStatuses:          copyStatuses(p.Status.ContainerStatuses),

@@ -10,8 +10,13 @@ type StaticPod struct {
 	// Kind "ReplicaSet", ...); nil for a pod of its own.
 	Owner *OwnerRef
 	// Labels are its labels; the workload resolution reads the Kueue,
-	// JobSet and LeaderWorkerSet ones (workload.go).
+	// JobSet and LeaderWorkerSet ones (workload.go), KAIWorkloads KAI
+	// Scheduler's GPU groups (kai.go).
 	Labels map[string]string
+	// Annotations and Containers (names, in spec order) are read for KAI
+	// Scheduler's fraction container.
+	Annotations map[string]string
+	Containers  []string
 }
 
 // OwnerRef is an owner reference as the API writes it.
@@ -62,7 +67,7 @@ func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
 	for _, p := range pods {
 		seed := workloadSeed{enabled: true, queue: p.Labels[queueLabel], jobSet: p.Labels[jobSetLabel], lws: p.Labels[lwsLabel]}
 		seed.owner, seed.controlled = p.Owner.owner()
-		info := Info{seed: seed}
+		info := Info{seed: seed, kai: kaiRoleOf(p.apiPod())}
 		info.Workload, _ = resolveWorkload(p.Namespace, p.Name, seed, lookup)
 		s.pods[podKey{p.Namespace, p.Name}] = info
 	}
@@ -73,6 +78,32 @@ func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
 func (s *Static) Lookup(namespace, pod string) (Info, bool) {
 	info, ok := s.pods[podKey{namespace, pod}]
 	return info, ok
+}
+
+// KAIWorkloads is Store.KAIWorkloads over the fixed pods.
+func (s *Static) KAIWorkloads(namespace, pod string) []ContainerRef {
+	group := s.pods[podKey{namespace, pod}].kai.reserves
+	if group == "" {
+		return nil
+	}
+	return kaiWorkloads(group, func(yield func(podKey, kaiRole) bool) {
+		for k, info := range s.pods {
+			if !yield(k, info.kai) {
+				return
+			}
+		}
+	})
+}
+
+// apiPod is p as the API server would send it, for kaiRoleOf: running,
+// as the simulator's pods are.
+func (p *StaticPod) apiPod() *apiPod {
+	pod := &apiPod{Status: apiPodStatus{Phase: "Running"}}
+	pod.Namespace, pod.Name, pod.Labels, pod.Annotations = p.Namespace, p.Name, p.Labels, p.Annotations
+	for _, c := range p.Containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, apiContainer{Name: c})
+	}
+	return pod
 }
 
 // Version is always 0: the answers never change.

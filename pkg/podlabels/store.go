@@ -327,6 +327,7 @@ func (s *Store) upsert(obj any) {
 	if s.cfg.Workloads {
 		info.seed = seedOf(pod)
 	}
+	info.kai = kaiRoleOf(pod)
 	truncated := len(dropped) > 0
 
 	s.mu.Lock()
@@ -437,11 +438,12 @@ func slimPod(obj any) (any, error) {
 			UID:             pod.UID,
 			ResourceVersion: pod.ResourceVersion,
 			Labels:          pod.Labels,
-			Annotations:     staticPodAnnotations(pod),
+			Annotations:     keptAnnotations(pod),
 			OwnerReferences: controllerRef(pod),
 		},
-		Spec: apiPodSpec{NodeName: pod.Spec.NodeName},
+		Spec: apiPodSpec{NodeName: pod.Spec.NodeName, Containers: kaiContainers(pod)},
 		Status: apiPodStatus{
+			Phase:                      kaiPhase(pod),
 			ContainerStatuses:          slimStatuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses:      slimStatuses(pod.Status.InitContainerStatuses),
 			EphemeralContainerStatuses: slimStatuses(pod.Status.EphemeralContainerStatuses),

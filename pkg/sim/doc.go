@@ -40,7 +40,8 @@
 //	    until: 10m                # optional: gone from this elapsed time
 //	    repeat: 2m                # optional: the from/until window recurs with this period
 //	    owner: {kind: ReplicaSet, name: web-5d8f7}  # optional: its controller (apiVersion optional for the core workload kinds)
-//	    labels: {kueue.x-k8s.io/queue-name: q}      # optional: labels the workload resolution reads (Kueue, JobSet, LeaderWorkerSet)
+//	    labels: {kueue.x-k8s.io/queue-name: q}      # optional: labels the workload resolution reads (Kueue, JobSet, LeaderWorkerSet) and KAI Scheduler's runai-gpu-group
+//	    annotations: {gpu-fraction-container-name: main}  # optional: annotations (KAI Scheduler's fraction container; scenario kai)
 //	    containers:
 //	      - name: main
 //	        devices:

@@ -21,10 +21,12 @@ type Pod struct {
 	Name       string
 	UID        string
 	Containers []Container
-	// Owner and Labels are what the Kubernetes API tells of the pod
-	// (workloads.go); the kubelet tells neither.
-	Owner  *podlabels.OwnerRef
-	Labels map[string]string
+	// Owner, Labels and Annotations are what the Kubernetes API tells of
+	// the pod (workloads.go; KAI Scheduler's GPU groups, podlabels/kai.go);
+	// the kubelet tells none of them.
+	Owner       *podlabels.OwnerRef
+	Labels      map[string]string
+	Annotations map[string]string
 }
 
 // Container is one container of a Pod and the devices allocated to it.
@@ -125,7 +127,7 @@ func overlap(a, b *podTemplate) bool {
 
 func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 	d := b.d
-	o, err := d.object(n, p, "namespace", "name", "uid", "from", "until", "repeat", "containers", "cgroup", "owner", "labels")
+	o, err := d.object(n, p, "namespace", "name", "uid", "from", "until", "repeat", "containers", "cgroup", "owner", "labels", "annotations")
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +151,9 @@ func (b *builder) pod(n *yaml.Node, p string, index int) (*podTemplate, error) {
 		return nil, err
 	}
 	if pt.pod.Labels, err = b.labels(o); err != nil {
+		return nil, err
+	}
+	if pt.pod.Annotations, err = b.strings(o, "annotations"); err != nil {
 		return nil, err
 	}
 	if err := b.podWindow(o, pt); err != nil {

@@ -51,7 +51,12 @@ func (b *builder) ownerRef(o *object) (*podlabels.OwnerRef, error) {
 
 // labels reads a mapping of label keys to values.
 func (b *builder) labels(o *object) (map[string]string, error) {
-	n, p := o.at("labels")
+	return b.strings(o, "labels")
+}
+
+// strings reads the string map at key of o (labels, annotations).
+func (b *builder) strings(o *object, key string) (map[string]string, error) {
+	n, p := o.at(key)
 	if n == nil {
 		return nil, nil
 	}
@@ -128,7 +133,11 @@ func (s *Source) SimulatedPods() *podlabels.Static {
 	for i := range scn.pods {
 		p := &scn.pods[i].pod
 		described = described || p.Owner != nil || len(p.Labels) > 0
-		pods = append(pods, podlabels.StaticPod{Namespace: p.Namespace, Name: p.Name, Owner: p.Owner, Labels: p.Labels})
+		sp := podlabels.StaticPod{Namespace: p.Namespace, Name: p.Name, Owner: p.Owner, Labels: p.Labels, Annotations: p.Annotations}
+		for _, c := range p.Containers {
+			sp.Containers = append(sp.Containers, c.Name)
+		}
+		pods = append(pods, sp)
 	}
 	if !described {
 		return nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,5 +89,22 @@ func TestWorkloadScenarioErrors(t *testing.T) {
 				t.Errorf("Parse error = %v, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The kai scenario's pods tell KAI Scheduler's GPU groups as the API
+// server would: its reservation pod on GPU 0 gives way to its group's
+// fraction containers (the second pod's through its annotation), and the
+// one on GPU 1, whose group has no pod left, to nobody.
+func TestSimulatedPodsKAI(t *testing.T) {
+	t.Parallel()
+	pods := New(builtin(t, "kai")).SimulatedPods()
+	want := []podlabels.ContainerRef{{Namespace: "ml", Pod: "frac-train", Container: "train"},
+		{Namespace: "research", Pod: "frac-notebook", Container: "notebook"}}
+	if got := pods.KAIWorkloads("kai-resource-reservation", "gpu-reservation-sim-node-x7k2q"); !slices.Equal(got, want) {
+		t.Errorf("KAIWorkloads(GPU 0's reservation pod) = %v, want %v", got, want)
+	}
+	if got := pods.KAIWorkloads("kai-resource-reservation", "gpu-reservation-sim-node-p4m9z"); got != nil {
+		t.Errorf("KAIWorkloads(GPU 1's reservation pod) = %v, want nil", got)
 	}
 }
