@@ -17,10 +17,14 @@ func TestNamingOptions(t *testing.T) {
 		idleFlags []string
 	}{
 		{"prometheus", nil, "", "", nil},
-		{"dcgm", []string{"--naming=dcgm"}, "", HostnameLabel, nil},
-		{"dcgm, lower-case label", []string{"--naming=dcgm", "--naming.hostname-label=hostname"}, "", HostnameLabelLower, nil},
+		{"dcgm: the GPU Operator's release", []string{"--naming=dcgm"}, "", HostnameLabelLower, nil},
+		{"dcgm, 4.6.0-4.8.3", []string{"--naming=dcgm", "--naming.dcgm-release=4.6.0-4.8.3"}, "", HostnameLabelLower, nil},
+		{"dcgm, 4.5.3-4.8.2", []string{"--naming=dcgm", "--naming.dcgm-release=4.5.3-4.8.2"}, "", HostnameLabel, nil},
+		{"dcgm, upper-case label wins over the release", []string{"--naming=dcgm", "--naming.hostname-label=Hostname"}, "", HostnameLabel, nil},
+		{"dcgm, lower-case label wins over the release", []string{"--naming=dcgm", "--naming.dcgm-release=4.5.3-4.8.2", "--naming.hostname-label=hostname"}, "", HostnameLabelLower, nil},
 		{"dcgm, no label", []string{"--naming=dcgm", "--naming.hostname-label=none"}, "", "", nil},
-		{"dcgm flags under prometheus", []string{"--naming.old-namespace", "--naming.xid-count-window=1m"}, "", "", []string{"--naming.old-namespace", "--naming.xid-count-window"}},
+		{"dcgm flags under prometheus", []string{"--naming.old-namespace", "--naming.xid-count-window=1m", "--naming.dcgm-release=4.5.3-4.8.2"}, "", "", []string{"--naming.dcgm-release", "--naming.old-namespace", "--naming.xid-count-window"}},
+		{"release", []string{"--naming=dcgm", "--naming.dcgm-release=4.9.0"}, `--naming.dcgm-release: want 4.5.3-4.8.2 or 4.6.0-4.8.3, got "4.9.0"`, "", nil},
 		{"naming", []string{"--naming=dcgm-exporter"}, `--naming: unknown naming "dcgm-exporter"`, "", nil},
 		{"hostname label", []string{"--naming.hostname-label=HOSTNAME"}, "--naming.hostname-label: want Hostname, hostname or none", "", nil},
 		{"xid window", []string{"--naming.xid-count-window=0s"}, "--naming.xid-count-window must be at least 100ms, got 0s", "", nil},
