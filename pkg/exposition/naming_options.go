@@ -2,6 +2,7 @@ package exposition
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -91,6 +92,25 @@ func (o *NamingOptions) Idle(changed func(flag string) bool) []string {
 		}
 	}
 	return idle
+}
+
+// StartupLog returns what start-up logs about the --naming flags (changed
+// says which were given), msg "" for nothing: a warning naming the
+// --naming.* flags without effect under prometheus naming (Idle); under
+// dcgm naming when neither --naming.dcgm-release nor
+// --naming.hostname-label was given, a note that the default release is in
+// effect and which label it writes, since before --naming.dcgm-release
+// existed the default spelling was 4.5.3-4.8.2's Hostname.
+func (o *NamingOptions) StartupLog(changed func(flag string) bool) (level slog.Level, msg string, args []any) {
+	if idle := o.Idle(changed); len(idle) > 0 {
+		return slog.LevelWarn, "naming flags have no effect with --naming=prometheus", []any{"flags", strings.Join(idle, ",")}
+	}
+	if o.Naming != NamingDCGM || changed("naming.dcgm-release") || changed("naming.hostname-label") {
+		return slog.LevelInfo, "", nil
+	}
+	r, _ := LookupDCGMRelease(o.Release)
+	return slog.LevelInfo, fmt.Sprintf("writing dcgm-exporter %s's names, hostname label %s; --naming.dcgm-release=%s writes %s, as gpu-exporter did before this flag",
+		r.Name, r.HostnameLabel, DCGMReleases[0].Name, DCGMReleases[0].HostnameLabel), nil
 }
 
 // releaseNames lists DCGMReleases for help and errors.

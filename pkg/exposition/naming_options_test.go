@@ -1,6 +1,7 @@
 package exposition
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -49,5 +50,30 @@ func TestNamingOptions(t *testing.T) {
 				t.Errorf("Idle = %v, want %v", idle, tc.idleFlags)
 			}
 		})
+	}
+}
+
+func TestStartupLog(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args  []string
+		level slog.Level
+		want  string
+	}{
+		{[]string{"--naming=dcgm"}, slog.LevelInfo, "writing dcgm-exporter 4.6.0-4.8.3's names, hostname label hostname; --naming.dcgm-release=4.5.3-4.8.2 writes Hostname, as gpu-exporter did before this flag"},
+		{[]string{"--naming=dcgm", "--naming.dcgm-release=4.6.0-4.8.3"}, slog.LevelInfo, ""},
+		{[]string{"--naming=dcgm", "--naming.hostname-label=hostname"}, slog.LevelInfo, ""},
+		{nil, slog.LevelInfo, ""},
+		{[]string{"--naming.dcgm-release=4.5.3-4.8.2"}, slog.LevelWarn, "naming flags have no effect with --naming=prometheus"},
+	}
+	for _, tc := range cases {
+		var o NamingOptions
+		fs := flagtest.Parse(t, o.AddFlags, tc.args...)
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if level, got, _ := o.StartupLog(fs.Changed); got != tc.want || level != tc.level {
+			t.Errorf("%v: %v %q, want %v %q", tc.args, level, got, tc.level, tc.want)
+		}
 	}
 }
