@@ -18,7 +18,7 @@ func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
 		logger.Info("dcgm-exporter flags or environment variables in use, but series keep gpu-exporter's names and units; add --naming=dcgm for dcgm-exporter's DCGM_FI_* names, units and labels", "given", strings.Join(use.Given, ","))
 	}
 	if level, msg, args := o.naming.StartupLog(fs.Changed); msg != "" {
-		logger.Log(context.Background(), level, msg, args...)
+		logger.Log(context.Background(), level, msg, args...) //nolint:sloglint // msg is one of StartupLog's constant messages
 	}
 	if idle, _ := o.processesIdle(fs.Changed); idle {
 		logger.Warn("--collect.processes has no effect with this naming: it has no process accounting families, so process accounting does not run",

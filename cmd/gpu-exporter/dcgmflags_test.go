@@ -228,8 +228,8 @@ func TestLogCompatHint(t *testing.T) {
 		{[]string{"--kubernetes-enable-dra"}, nil, nil, []string{"needs no counterpart"}},
 		{[]string{"--naming.vgpu-label"}, nil, []string{"naming flags have no effect with --naming=prometheus", "--naming.vgpu-label"}, nil},
 		{nil, nil, nil, []string{"dcgm-exporter", "naming"}},
-		{[]string{"--naming=dcgm"}, nil, []string{"level=INFO", "writing dcgm-exporter 4.6.0-4.8.3's names, hostname label hostname"}, nil},
-		{[]string{"--naming=dcgm"}, map[string]string{"GPU_EXPORTER_NAMING_DCGM_RELEASE": "4.5.3-4.8.2"}, nil, []string{"writing dcgm-exporter"}},
+		{[]string{"--naming=dcgm"}, nil, []string{"level=INFO", "default dcgm-exporter release", "release=4.6.0-4.8.3 hostname_label=hostname"}, nil},
+		{[]string{"--naming=dcgm"}, map[string]string{"GPU_EXPORTER_NAMING_DCGM_RELEASE": "4.5.3-4.8.2"}, nil, []string{"default dcgm-exporter release"}},
 	}
 	for _, tc := range cases {
 		o, fs, err := parseFlags(tc.args, envFrom(tc.env), io.Discard)

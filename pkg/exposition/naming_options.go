@@ -95,7 +95,7 @@ func (o *NamingOptions) Idle(changed func(flag string) bool) []string {
 }
 
 // StartupLog returns what start-up logs about the --naming flags (changed
-// says which were given), msg "" for nothing: a warning naming the
+// says which were given), msg a constant, "" for nothing: a warning naming the
 // --naming.* flags without effect under prometheus naming (Idle); under
 // dcgm naming when neither --naming.dcgm-release nor
 // --naming.hostname-label was given, a note that the default release is in
@@ -109,8 +109,8 @@ func (o *NamingOptions) StartupLog(changed func(flag string) bool) (level slog.L
 		return slog.LevelInfo, "", nil
 	}
 	r, _ := LookupDCGMRelease(o.Release)
-	return slog.LevelInfo, fmt.Sprintf("writing dcgm-exporter %s's names, hostname label %s; --naming.dcgm-release=%s writes %s, as gpu-exporter did before this flag",
-		r.Name, r.HostnameLabel, DCGMReleases[0].Name, DCGMReleases[0].HostnameLabel), nil
+	return slog.LevelInfo, "--naming=dcgm writes the default dcgm-exporter release's names", []any{"release", r.Name, "hostname_label", r.HostnameLabel,
+		"hint", "--naming.dcgm-release=" + DCGMReleases[0].Name + " writes " + DCGMReleases[0].HostnameLabel + ", as gpu-exporter did before this flag"}
 }
 
 // releaseNames lists DCGMReleases for help and errors.

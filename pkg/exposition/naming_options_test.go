@@ -1,6 +1,7 @@
 package exposition
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -60,11 +61,11 @@ func TestStartupLog(t *testing.T) {
 		level slog.Level
 		want  string
 	}{
-		{[]string{"--naming=dcgm"}, slog.LevelInfo, "writing dcgm-exporter 4.6.0-4.8.3's names, hostname label hostname; --naming.dcgm-release=4.5.3-4.8.2 writes Hostname, as gpu-exporter did before this flag"},
+		{[]string{"--naming=dcgm"}, slog.LevelInfo, "--naming=dcgm writes the default dcgm-exporter release's names release=4.6.0-4.8.3 hostname_label=hostname hint=--naming.dcgm-release=4.5.3-4.8.2 writes Hostname, as gpu-exporter did before this flag"},
 		{[]string{"--naming=dcgm", "--naming.dcgm-release=4.6.0-4.8.3"}, slog.LevelInfo, ""},
 		{[]string{"--naming=dcgm", "--naming.hostname-label=hostname"}, slog.LevelInfo, ""},
 		{nil, slog.LevelInfo, ""},
-		{[]string{"--naming.dcgm-release=4.5.3-4.8.2"}, slog.LevelWarn, "naming flags have no effect with --naming=prometheus"},
+		{[]string{"--naming.dcgm-release=4.5.3-4.8.2"}, slog.LevelWarn, "naming flags have no effect with --naming=prometheus flags=--naming.dcgm-release"},
 	}
 	for _, tc := range cases {
 		var o NamingOptions
@@ -72,7 +73,12 @@ func TestStartupLog(t *testing.T) {
 		if err := o.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if level, got, _ := o.StartupLog(fs.Changed); got != tc.want || level != tc.level {
+		level, msg, args := o.StartupLog(fs.Changed)
+		got := msg
+		for i := 0; i+1 < len(args); i += 2 {
+			got += fmt.Sprintf(" %v=%v", args[i], args[i+1])
+		}
+		if got != tc.want || level != tc.level {
 			t.Errorf("%v: %v %q, want %v %q", tc.args, level, got, tc.level, tc.want)
 		}
 	}
