@@ -1,14 +1,14 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 
 	"github.com/spf13/pflag"
 )
 
-// logCompat notes at start-up what dcgm-exporter's flags did, and naming
-// and process accounting flags that have no effect.
+// logCompat notes at start-up what dcgm-exporter's and the naming and process flags did.
 func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
 	use := o.dcgmExporter
 	for _, n := range use.Already {
@@ -17,8 +17,8 @@ func logCompat(logger *slog.Logger, o *options, fs *pflag.FlagSet) {
 	if len(use.Given) > 0 && !fs.Changed("naming") {
 		logger.Info("dcgm-exporter flags or environment variables in use, but series keep gpu-exporter's names and units; add --naming=dcgm for dcgm-exporter's DCGM_FI_* names, units and labels", "given", strings.Join(use.Given, ","))
 	}
-	if idle := o.naming.Idle(fs.Changed); len(idle) > 0 {
-		logger.Warn("naming flags have no effect with --naming=prometheus", "flags", strings.Join(idle, ","))
+	if level, msg, args := o.naming.StartupLog(fs.Changed); msg != "" {
+		logger.Log(context.Background(), level, msg, args...) //nolint:sloglint // msg is one of StartupLog's constant messages
 	}
 	if idle, _ := o.processesIdle(fs.Changed); idle {
 		logger.Warn("--collect.processes has no effect with this naming: it has no process accounting families, so process accounting does not run",

@@ -16,7 +16,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/dcgmflags"
-	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
 )
 
@@ -63,7 +62,7 @@ func TestDCGMExporterFlagsMapOntoOptions(t *testing.T) {
 		{"DCGM_HPC_JOB_MAPPING_DIR", nil, map[string]string{"DCGM_HPC_JOB_MAPPING_DIR": "/var/run/jobs"}, func(o *options) bool { return o.hpc.Dir == "/var/run/jobs" }},
 		{"DCGM_EXPORTER_USE_OLD_NAMESPACE", nil, map[string]string{"DCGM_EXPORTER_USE_OLD_NAMESPACE": "true"}, func(o *options) bool { return o.naming.DCGM.OldNamespace }},
 		{"-n", []string{"-n"}, nil, func(o *options) bool { return o.naming.DCGM.HostnameLabel == "none" }},
-		{"--no-hostname=false", []string{"--no-hostname=false"}, nil, func(o *options) bool { return o.naming.DCGM.HostnameLabel == exposition.HostnameLabel }},
+		{"--no-hostname=false", []string{"--no-hostname=false"}, nil, func(o *options) bool { return o.naming.DCGM.HostnameLabel == "" }},
 		{"DCGM_EXPORTER_NO_HOSTNAME", nil, map[string]string{"DCGM_EXPORTER_NO_HOSTNAME": "1"}, func(o *options) bool { return o.naming.DCGM.HostnameLabel == "none" }},
 		{"-x", []string{"-x", "60000"}, nil, func(o *options) bool { return o.naming.XIDCountWindow == time.Minute }},
 		{"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", nil, map[string]string{"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE": "120000"}, func(o *options) bool { return o.naming.XIDCountWindow == 2*time.Minute }},
@@ -229,6 +228,8 @@ func TestLogCompatHint(t *testing.T) {
 		{[]string{"--kubernetes-enable-dra"}, nil, nil, []string{"needs no counterpart"}},
 		{[]string{"--naming.vgpu-label"}, nil, []string{"naming flags have no effect with --naming=prometheus", "--naming.vgpu-label"}, nil},
 		{nil, nil, nil, []string{"dcgm-exporter", "naming"}},
+		{[]string{"--naming=dcgm"}, nil, []string{"level=INFO", "default dcgm-exporter release", "release=4.6.0-4.8.3 hostname_label=hostname"}, nil},
+		{[]string{"--naming=dcgm"}, map[string]string{"GPU_EXPORTER_NAMING_DCGM_RELEASE": "4.5.3-4.8.2"}, nil, []string{"default dcgm-exporter release"}},
 	}
 	for _, tc := range cases {
 		o, fs, err := parseFlags(tc.args, envFrom(tc.env), io.Discard)
@@ -341,12 +342,15 @@ func TestHostnameLabelValue(t *testing.T) {
 		label    string
 		hostname string
 	}{
-		{"host name", []string{"--naming=dcgm"}, nil, false, "Hostname", osHost},
-		{"NODE_NAME", []string{"--naming=dcgm"}, map[string]string{"NODE_NAME": "node-7"}, false, "Hostname", "node-7"},
-		{"lower-case label", []string{"--naming=dcgm", "--naming.hostname-label=hostname"}, map[string]string{"NODE_NAME": "node-7"}, false, "hostname", "node-7"},
+		{"host name", []string{"--naming=dcgm"}, nil, false, "hostname", osHost},
+		{"NODE_NAME", []string{"--naming=dcgm"}, map[string]string{"NODE_NAME": "node-7"}, false, "hostname", "node-7"},
+		{"4.5.3-4.8.2", []string{"--naming=dcgm", "--naming.dcgm-release=4.5.3-4.8.2"}, map[string]string{"NODE_NAME": "node-7"}, false, "Hostname", "node-7"},
+		{"4.5.3-4.8.2 from the environment", []string{"--naming=dcgm"}, map[string]string{"NODE_NAME": "node-7", "GPU_EXPORTER_NAMING_DCGM_RELEASE": "4.5.3-4.8.2"}, false, "Hostname", "node-7"},
+		{"upper-case label", []string{"--naming=dcgm", "--naming.hostname-label=Hostname"}, map[string]string{"NODE_NAME": "node-7"}, false, "Hostname", "node-7"},
+		{"lower-case label on 4.5.3-4.8.2", []string{"--naming=dcgm", "--naming.hostname-label=hostname"}, map[string]string{"NODE_NAME": "node-7", "GPU_EXPORTER_NAMING_DCGM_RELEASE": "4.5.3-4.8.2"}, false, "hostname", "node-7"},
 		{"no hostname", []string{"--naming=dcgm", "-n"}, map[string]string{"NODE_NAME": "node-7"}, false, "", ""},
-		{"remote hostengine", []string{"--naming=dcgm", "--source=dcgm", "-r", "dcgm-host:5555"}, map[string]string{"NODE_NAME": "node-7"}, false, "Hostname", "dcgm-host"},
-		{"remote hostengine on Kubernetes", []string{"--naming=dcgm", "--source=dcgm", "-r", "dcgm-host:5555"}, map[string]string{"NODE_NAME": "node-7"}, true, "Hostname", "node-7"},
+		{"remote hostengine", []string{"--naming=dcgm", "--source=dcgm", "-r", "dcgm-host:5555"}, map[string]string{"NODE_NAME": "node-7"}, false, "hostname", "dcgm-host"},
+		{"remote hostengine on Kubernetes", []string{"--naming=dcgm", "--source=dcgm", "-r", "dcgm-host:5555"}, map[string]string{"NODE_NAME": "node-7"}, true, "hostname", "node-7"},
 		{"prometheus naming", nil, map[string]string{"NODE_NAME": "node-7"}, false, "", ""},
 	}
 	for _, tc := range cases {

@@ -18,43 +18,61 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
-// TestDemoGoldenDCGM renders the demo scenario in dcgm naming, with dcgm
-// naming's built-in set (which adds the DCGM_FI_DRIVER_VERSION label) and
-// both window counters, at fixed simulated times, and compares it with
-// testdata/demo-dcgm-*.golden. The expfmt parser then checks names, labels
-// and that values are DCGM's raw values. promtool check metrics is not run:
-// it rejects dcgm-exporter's upper-case names by design.
+// TestDemoGoldenDCGM renders the demo scenario in dcgm naming, for each
+// --naming.dcgm-release, with dcgm naming's built-in set (which adds the
+// DCGM_FI_DRIVER_VERSION label) and both window counters, at fixed
+// simulated times, and compares it with
+// testdata/demo-dcgm-<release>-*.golden. The expfmt parser then checks
+// names, labels and that values are DCGM's raw values. promtool check
+// metrics is not run: it rejects dcgm-exporter's upper-case names by design.
 func TestDemoGoldenDCGM(t *testing.T) {
 	t.Parallel()
-	rig := newDemoRig(t)
-	ctx := t.Context()
-	set, labelFields := fields.MustNew().DCGMDefaults()
-	coll, err := collector.New(collector.Config{
-		Interval: time.Hour, Fields: set, Labels: labelFields,
-		XIDErrorsCount:   &exposition.WindowCounter{Name: fields.XIDErrorsCountName, Help: "XID errors in the window.", Type: fields.Counter, Window: 5 * time.Minute},
-		ClockEventsCount: &exposition.WindowCounter{Name: fields.ClockEventsCountName, Help: "Clock event samples in the window.", Type: fields.Counter, Window: 5 * time.Minute},
-		Naming:           exposition.NamingDCGM,
-		DCGM:             exposition.DCGMOptions{Hostname: "gpu-node-1"},
-	}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
-	if err != nil {
+	for _, r := range exposition.DCGMReleases {
+		t.Run(r.Name, func(t *testing.T) {
+			t.Parallel()
+			rig := newDemoRig(t)
+			ctx := t.Context()
+			set, labelFields := fields.MustNew().DCGMDefaults()
+			coll, err := collector.New(collector.Config{
+				Interval: time.Hour, Fields: set, Labels: labelFields,
+				XIDErrorsCount:   &exposition.WindowCounter{Name: fields.XIDErrorsCountName, Help: "XID errors in the window.", Type: fields.Counter, Window: 5 * time.Minute},
+				ClockEventsCount: &exposition.WindowCounter{Name: fields.ClockEventsCountName, Help: "Clock event samples in the window.", Type: fields.Counter, Window: 5 * time.Minute},
+				Naming:           exposition.NamingDCGM,
+				DCGM:             releaseOptions(t, r.Name),
+			}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, at := range []time.Duration{0, 90 * time.Second} {
+				rig.now.Store(rig.t0.Add(at))
+				if err := coll.Collect(ctx); err != nil {
+					t.Fatal(err)
+				}
+				page := coll.Page().Text
+				compareGolden(t, filepath.Join("testdata", "demo-dcgm-"+r.Name+"-"+strconv.Itoa(int(at.Seconds()))+"s.golden"), page)
+				sample, err := rig.src.Read(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fams := parseDCGMPage(t, page)
+				checkRawValues(t, fams, sample)
+				checkDCGMLabels(t, fams, r.HostnameLabel)
+				checkWindows(t, fams, at)
+			}
+		})
+	}
+}
+
+// releaseOptions is what --naming=dcgm --naming.dcgm-release=release
+// sets, with gpu-node-1 for the host name.
+func releaseOptions(t *testing.T, release string) exposition.DCGMOptions {
+	t.Helper()
+	o := exposition.NamingOptions{Name: "dcgm", Release: release, XIDCountWindow: time.Minute, ClockEventsCountWindow: time.Minute}
+	o.DCGM.HostnameLabel = ""
+	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, at := range []time.Duration{0, 90 * time.Second} {
-		rig.now.Store(rig.t0.Add(at))
-		if err := coll.Collect(ctx); err != nil {
-			t.Fatal(err)
-		}
-		page := coll.Page().Text
-		compareGolden(t, filepath.Join("testdata", "demo-dcgm-"+strconv.Itoa(int(at.Seconds()))+"s.golden"), page)
-		sample, err := rig.src.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fams := parseDCGMPage(t, page)
-		checkRawValues(t, fams, sample)
-		checkDCGMLabels(t, fams)
-		checkWindows(t, fams, at)
-	}
+	return o.DCGMFor(func() string { return "gpu-node-1" })
 }
 
 func parseDCGMPage(t *testing.T, page []byte) map[string]*dto.MetricFamily {
@@ -113,21 +131,23 @@ func checkRawValues(t *testing.T, fams map[string]*dto.MetricFamily, s *source.S
 	}
 }
 
-// checkDCGMLabels checks dcgm-exporter's labels on every field series.
-func checkDCGMLabels(t *testing.T, fams map[string]*dto.MetricFamily) {
+// checkDCGMLabels checks dcgm-exporter's labels on every field series,
+// with host the hostname label's spelling.
+func checkDCGMLabels(t *testing.T, fams map[string]*dto.MetricFamily, host string) {
 	t.Helper()
 	for name, fam := range fams {
 		for _, m := range fam.GetMetric() {
 			l := labels(m)
-			for _, k := range []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"} {
+			for _, k := range []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", host, "DCGM_FI_DRIVER_VERSION"} {
 				if l[k] == "" {
 					t.Fatalf("%s%v lacks %s", name, l, k)
 				}
 			}
-			if l["device"] != "nvidia"+l["gpu"] || l["Hostname"] != "gpu-node-1" || l["DCGM_FI_DRIVER_VERSION"] != "550.54.15" {
-				t.Errorf("%s%v: wrong device, Hostname or driver version", name, l)
+			if l["device"] != "nvidia"+l["gpu"] || l[host] != "gpu-node-1" || l["DCGM_FI_DRIVER_VERSION"] != "550.54.15" {
+				t.Errorf("%s%v: wrong device, %s or driver version", name, l, host)
 			}
-			for _, k := range []string{"uuid", "model", "hostname", "pod_name"} {
+			other := map[string]string{exposition.HostnameLabel: exposition.HostnameLabelLower, exposition.HostnameLabelLower: exposition.HostnameLabel}[host]
+			for _, k := range []string{"uuid", "model", other, "pod_name"} {
 				if _, has := l[k]; has {
 					t.Errorf("%s%v has label %s", name, l, k)
 				}
@@ -192,64 +212,73 @@ func checkWindows(t *testing.T, fams map[string]*dto.MetricFamily, at time.Durat
 }
 
 // TestMIGGoldenDCGM renders the MIG scenario in dcgm naming with dcgm
-// naming's built-in set and compares it with testdata/mig-dcgm-0s.golden.
+// naming's built-in set, for each --naming.dcgm-release, and compares it with
+// testdata/mig-dcgm-<release>-0s.golden.
 // dcgm-exporter (default -d f) watches only the GPU instances of a MIG GPU
 // and DCGM answers GPU-level fields on an instance with its GPU's value, so
 // no series of a MIG GPU lacks GPU_I_ID, and every family of a MIG GPU has
 // one series per instance.
 func TestMIGGoldenDCGM(t *testing.T) {
 	t.Parallel()
-	rig := newSimRig(t, "mig")
-	set, labelFields := fields.MustNew().DCGMDefaults()
-	coll, err := collector.New(collector.Config{
-		Interval: time.Hour, Fields: set, Labels: labelFields,
-		Naming: exposition.NamingDCGM,
-		DCGM:   exposition.DCGMOptions{Hostname: "gpu-node-1"},
-	}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := coll.Collect(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	page := coll.Page().Text
-	compareGolden(t, filepath.Join("testdata", "mig-dcgm-0s.golden"), page)
-	sample, err := rig.src.Read(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	migGPUs := map[string]int{} // UUID -> instances
-	for _, e := range sample.Inventory.Entities {
-		if e.Kind == source.GPUInstance {
-			migGPUs[e.UUID]++
-		}
-	}
-	if len(migGPUs) == 0 {
-		t.Fatal("the mig scenario has no GPU instance")
-	}
-	for name, fam := range parseDCGMPage(t, page) {
-		perGPU := map[string]int{}
-		for _, m := range fam.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
+	for _, r := range exposition.DCGMReleases {
+		t.Run(r.Name, func(t *testing.T) {
+			t.Parallel()
+			rig := newSimRig(t, "mig")
+			set, labelFields := fields.MustNew().DCGMDefaults()
+			coll, err := collector.New(collector.Config{
+				Interval: time.Hour, Fields: set, Labels: labelFields,
+				Naming: exposition.NamingDCGM,
+				DCGM:   releaseOptions(t, r.Name),
+			}, rig.src, rig.table, rig.logger, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, mig := migGPUs[l["UUID"]]; !mig {
-				continue
+			if err := coll.Collect(t.Context()); err != nil {
+				t.Fatal(err)
 			}
-			if l["GPU_I_ID"] == "" {
-				t.Errorf("%s: series of MIG GPU %s without GPU_I_ID", name, l["UUID"])
+			page := coll.Page().Text
+			compareGolden(t, filepath.Join("testdata", "mig-dcgm-"+r.Name+"-0s.golden"), page)
+			sample, err := rig.src.Read(t.Context())
+			if err != nil {
+				t.Fatal(err)
 			}
-			perGPU[l["UUID"]+"/"+l["GPU_I_ID"]]++
-		}
-		if name == "DCGM_FI_DEV_GPU_TEMP" || name == "DCGM_FI_DEV_POWER_USAGE" {
-			n := 0
-			for _, c := range migGPUs {
-				n += c
+			migGPUs := map[string]int{} // UUID -> instances
+			for _, e := range sample.Inventory.Entities {
+				if e.Kind == source.GPUInstance {
+					migGPUs[e.UUID]++
+				}
 			}
-			if len(perGPU) != n {
-				t.Errorf("%s: %d MIG instance series, want one per instance (%d)", name, len(perGPU), n)
+			if len(migGPUs) == 0 {
+				t.Fatal("the mig scenario has no GPU instance")
 			}
-		}
+			for name, fam := range parseDCGMPage(t, page) {
+				perGPU := map[string]int{}
+				for _, m := range fam.GetMetric() {
+					l := map[string]string{}
+					for _, p := range m.GetLabel() {
+						l[p.GetName()] = p.GetValue()
+					}
+					if _, mig := migGPUs[l["UUID"]]; !mig {
+						continue
+					}
+					if l[r.HostnameLabel] != "gpu-node-1" {
+						t.Errorf("%s%v: no %s label", name, l, r.HostnameLabel)
+					}
+					if l["GPU_I_ID"] == "" {
+						t.Errorf("%s: series of MIG GPU %s without GPU_I_ID", name, l["UUID"])
+					}
+					perGPU[l["UUID"]+"/"+l["GPU_I_ID"]]++
+				}
+				if name == "DCGM_FI_DEV_GPU_TEMP" || name == "DCGM_FI_DEV_POWER_USAGE" {
+					n := 0
+					for _, c := range migGPUs {
+						n += c
+					}
+					if len(perGPU) != n {
+						t.Errorf("%s: %d MIG instance series, want one per instance (%d)", name, len(perGPU), n)
+					}
+				}
+			}
+		})
 	}
 }

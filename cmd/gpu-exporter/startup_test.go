@@ -45,6 +45,7 @@ func flagChecks() map[string]flagCheck {
 		"collect.processes":                   {bad: "pid", want: "unknown mode"},
 		"path.procfs":                         {bad: " ", want: "must name the proc filesystem"},
 		"naming":                              {bad: "nvidia", want: "--naming"},
+		"naming.dcgm-release":                 {bad: "4.9.0", want: "--naming.dcgm-release: want 4.5.3-4.8.2 or 4.6.0-4.8.3"},
 		"naming.hostname-label":               {bad: "host", want: "want Hostname, hostname or none"},
 		"naming.old-namespace":                {bad: "maybe", want: "invalid argument"},
 		"naming.replace-blanks-in-model-name": {bad: "maybe", want: "invalid argument"},

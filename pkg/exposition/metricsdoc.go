@@ -48,7 +48,7 @@ func WriteMetricsDoc(w io.Writer, cat *fields.Catalog) error {
 	p("| Driver version | on `%s` (`driver_version`) | `DCGM_FI_DRIVER_VERSION`, a counters-file label row |", infoName)
 	p("| MIG GPU instance id | `gpu_instance` | `GPU_I_ID` |")
 	p("| MIG profile | `mig_profile` | `GPU_I_PROFILE` |")
-	p("| Host | none: Prometheus target labels name the node | `%s` or `%s` (`--naming.hostname-label`), from `$NODE_NAME` or the host name |", HostnameLabel, HostnameLabelLower)
+	p("| Host | none: Prometheus target labels name the node | `%s` (up to 4.5.3-4.8.2) or `%s` (4.6.0-4.8.3) by `--naming.dcgm-release`, or `--naming.hostname-label`; from `$NODE_NAME` or the host name |", HostnameLabel, HostnameLabelLower)
 	p("| Holding pod | `namespace`, `pod`, `container` | `namespace`, `pod`, `container` (`pod_namespace`, `pod_name`, `container_name` with `--naming.old-namespace`) |")
 	p("| Holding HPC job (`--hpc.job-mapping-dir`) | `hpc_job`, `hpc_partition`, `hpc_user` | `hpc_job`, `hpc_partition`, `hpc_user` |")
 	p("| NVLink, NVSwitch | `link`, `nvswitch` | `nvlink`, `nvswitch` |")

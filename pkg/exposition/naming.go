@@ -63,11 +63,50 @@ func (n Naming) String() string {
 
 // Hostname label spellings of dcgm naming.
 const (
-	// HostnameLabel is the spelling of dcgm-exporter releases up to 4.x.
+	// HostnameLabel is the spelling of dcgm-exporter up to 4.5.3-4.8.2.
 	HostnameLabel = "Hostname"
-	// HostnameLabelLower is the spelling of later dcgm-exporter releases.
+	// HostnameLabelLower is the spelling of dcgm-exporter from 4.6.0-4.8.3.
 	HostnameLabelLower = "hostname"
 )
+
+// DCGMRelease is a dcgm-exporter release whose names --naming=dcgm writes
+// (--naming.dcgm-release), with what it sets that differs between releases.
+type DCGMRelease struct {
+	// Name is the release's tag, as --naming.dcgm-release takes it.
+	Name string
+	// HostnameLabel is the hostname label's spelling in that release.
+	HostnameLabel string
+}
+
+// DCGMReleases are the releases --naming.dcgm-release knows, oldest first.
+// Between them only the hostname label's spelling differs in the sources
+// read (docs/migrating-from-dcgm-exporter.md, "Which dcgm-exporter
+// release's names"):
+//   - 4.5.3-4.8.2: tag 4.5.3-4.8.2 (NVIDIA/dcgm-exporter 691c927) renders
+//     Hostname (internal/pkg/rendermetrics/render_metrics.go).
+//   - 4.6.0-4.8.3: d5e5f51 (2026-05-12, "Rename Hostname label to
+//     hostname", on main after 691c927) renders hostname; so does 7ad5832,
+//     whose README's quick start runs the 4.6.0-4.8.3 image, the release
+//     NVIDIA/gpu-operator ships (deployments/gpu-operator/values.yaml at
+//     a22dbf6, since f0c422e).
+var DCGMReleases = []DCGMRelease{
+	{Name: "4.5.3-4.8.2", HostnameLabel: HostnameLabel},
+	{Name: "4.6.0-4.8.3", HostnameLabel: HostnameLabelLower},
+}
+
+// DefaultDCGMRelease is --naming.dcgm-release's default: the release the
+// GPU Operator ships, the one most users replace.
+const DefaultDCGMRelease = "4.6.0-4.8.3"
+
+// LookupDCGMRelease returns the release named name.
+func LookupDCGMRelease(name string) (DCGMRelease, bool) {
+	for _, r := range DCGMReleases {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return DCGMRelease{}, false
+}
 
 // DCGMOptions tune NamingDCGM.
 type DCGMOptions struct {

@@ -1,6 +1,8 @@
 package exposition
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -17,10 +19,14 @@ func TestNamingOptions(t *testing.T) {
 		idleFlags []string
 	}{
 		{"prometheus", nil, "", "", nil},
-		{"dcgm", []string{"--naming=dcgm"}, "", HostnameLabel, nil},
-		{"dcgm, lower-case label", []string{"--naming=dcgm", "--naming.hostname-label=hostname"}, "", HostnameLabelLower, nil},
+		{"dcgm: the GPU Operator's release", []string{"--naming=dcgm"}, "", HostnameLabelLower, nil},
+		{"dcgm, 4.6.0-4.8.3", []string{"--naming=dcgm", "--naming.dcgm-release=4.6.0-4.8.3"}, "", HostnameLabelLower, nil},
+		{"dcgm, 4.5.3-4.8.2", []string{"--naming=dcgm", "--naming.dcgm-release=4.5.3-4.8.2"}, "", HostnameLabel, nil},
+		{"dcgm, upper-case label wins over the release", []string{"--naming=dcgm", "--naming.hostname-label=Hostname"}, "", HostnameLabel, nil},
+		{"dcgm, lower-case label wins over the release", []string{"--naming=dcgm", "--naming.dcgm-release=4.5.3-4.8.2", "--naming.hostname-label=hostname"}, "", HostnameLabelLower, nil},
 		{"dcgm, no label", []string{"--naming=dcgm", "--naming.hostname-label=none"}, "", "", nil},
-		{"dcgm flags under prometheus", []string{"--naming.old-namespace", "--naming.xid-count-window=1m"}, "", "", []string{"--naming.old-namespace", "--naming.xid-count-window"}},
+		{"dcgm flags under prometheus", []string{"--naming.old-namespace", "--naming.xid-count-window=1m", "--naming.dcgm-release=4.5.3-4.8.2"}, "", "", []string{"--naming.dcgm-release", "--naming.old-namespace", "--naming.xid-count-window"}},
+		{"release", []string{"--naming=dcgm", "--naming.dcgm-release=4.9.0"}, `--naming.dcgm-release: want 4.5.3-4.8.2 or 4.6.0-4.8.3, got "4.9.0"`, "", nil},
 		{"naming", []string{"--naming=dcgm-exporter"}, `--naming: unknown naming "dcgm-exporter"`, "", nil},
 		{"hostname label", []string{"--naming.hostname-label=HOSTNAME"}, "--naming.hostname-label: want Hostname, hostname or none", "", nil},
 		{"xid window", []string{"--naming.xid-count-window=0s"}, "--naming.xid-count-window must be at least 100ms, got 0s", "", nil},
@@ -45,5 +51,35 @@ func TestNamingOptions(t *testing.T) {
 				t.Errorf("Idle = %v, want %v", idle, tc.idleFlags)
 			}
 		})
+	}
+}
+
+func TestStartupLog(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args  []string
+		level slog.Level
+		want  string
+	}{
+		{[]string{"--naming=dcgm"}, slog.LevelInfo, "--naming=dcgm writes the default dcgm-exporter release's names release=4.6.0-4.8.3 hostname_label=hostname hint=--naming.dcgm-release=4.5.3-4.8.2 writes Hostname, as gpu-exporter did before this flag"},
+		{[]string{"--naming=dcgm", "--naming.dcgm-release=4.6.0-4.8.3"}, slog.LevelInfo, ""},
+		{[]string{"--naming=dcgm", "--naming.hostname-label=hostname"}, slog.LevelInfo, ""},
+		{nil, slog.LevelInfo, ""},
+		{[]string{"--naming.dcgm-release=4.5.3-4.8.2"}, slog.LevelWarn, "naming flags have no effect with --naming=prometheus flags=--naming.dcgm-release"},
+	}
+	for _, tc := range cases {
+		var o NamingOptions
+		fs := flagtest.Parse(t, o.AddFlags, tc.args...)
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		level, msg, args := o.StartupLog(fs.Changed)
+		got := msg
+		for i := 0; i+1 < len(args); i += 2 {
+			got += fmt.Sprintf(" %v=%v", args[i], args[i+1])
+		}
+		if got != tc.want || level != tc.level {
+			t.Errorf("%v: %v %q, want %v %q", tc.args, level, got, tc.level, tc.want)
+		}
 	}
 }

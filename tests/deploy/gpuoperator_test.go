@@ -115,6 +115,45 @@ func TestHelmNaming(t *testing.T) {
 	}
 }
 
+// TestHelmDCGMRelease: dcgmRelease passes --naming.dcgm-release under
+// dcgm naming (naming: dcgm or gpuOperator.inPlace), nothing when empty or
+// under Prometheus naming, and the schema refuses a release the exporter
+// does not know.
+func TestHelmDCGMRelease(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		values map[string]any
+		want   string // the --naming.dcgm-release arg; "" for none
+	}{
+		{"default", map[string]any{"naming": "dcgm"}, ""},
+		{"4.5.3-4.8.2", map[string]any{"naming": "dcgm", "dcgmRelease": "4.5.3-4.8.2"}, "--naming.dcgm-release=4.5.3-4.8.2"},
+		{"in place", map[string]any{"gpuOperator": map[string]any{"inPlace": true}, "dcgmRelease": "4.6.0-4.8.3"}, "--naming.dcgm-release=4.6.0-4.8.3"},
+		{"prometheus naming", map[string]any{"dcgmRelease": "4.5.3-4.8.2"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := helmTemplateArgs(t, chartDir, tc.values, monitoringAPIs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range stringList(exporterContainer(t, parseObjects(t, out)), "args") {
+				if strings.HasPrefix(a, "--naming.dcgm-release") {
+					got = append(got, a)
+				}
+			}
+			if want := slices.DeleteFunc([]string{tc.want}, func(s string) bool { return s == "" }); !slices.Equal(got, want) {
+				t.Errorf("args %v, want %v", got, want)
+			}
+		})
+	}
+	if _, err := helmTemplateArgs(t, chartDir, map[string]any{"naming": "dcgm", "dcgmRelease": "4.9.0"}, monitoringAPIs); err == nil || !strings.Contains(err.Error(), "dcgmRelease") {
+		t.Errorf("dcgmRelease 4.9.0: err %v, want the schema to refuse it", err)
+	}
+}
+
 // TestHelmNamingAndOperatorRefusals: combinations that would mislead or
 // undo what a value is for are refused at render time, saying why.
 func TestHelmNamingAndOperatorRefusals(t *testing.T) {

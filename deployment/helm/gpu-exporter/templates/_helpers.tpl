@@ -104,6 +104,9 @@ UIDs): it then needs list/watch on pods and its service-account token. */}}
 {{- end }}
 {{- if or (eq $v.naming "dcgm") $v.gpuOperator.inPlace }}
 - --naming=dcgm
+{{- with $v.dcgmRelease }}
+- --naming.dcgm-release={{ . }}
+{{- end }}
 {{- end }}
 - --collect.interval={{ $v.exporter.collectInterval }}
 {{- if or $v.counters.csv $v.counters.existingConfigMap }}
