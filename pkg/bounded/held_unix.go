@@ -11,22 +11,11 @@ import (
 // openHeld is readRegular keeping the file open: it returns the content
 // and the Held file.
 func openHeld(path string, limit int64, buf []byte) ([]byte, *Held, error) {
-	fd, err := retry(func() (int, error) {
-		return syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	})
+	fd, _, err := openRegular(path)
 	if err != nil {
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, nil, err
 	}
 	h := &Held{path: path, fd: fd}
-	var st syscall.Stat_t
-	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
-		closeFD(fd)
-		return nil, nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		closeFD(fd)
-		return nil, nil, notRegular(path, modeOf(uint32(st.Mode)))
-	}
 	data, err := h.readAt(limit, buf)
 	if err != nil {
 		closeFD(fd)

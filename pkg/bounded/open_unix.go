@@ -17,21 +17,12 @@ import (
 // os.File costs three allocations and a finalizer for a read of a few
 // hundred bytes.
 func readRegular(path string, limit int64, buf []byte) ([]byte, error) {
-	fd, err := retry(func() (int, error) {
-		return syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	})
+	fd, size, err := openRegular(path)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd) //nolint:errcheck // read only: nothing to lose at close
-	var st syscall.Stat_t
-	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, notRegular(path, modeOf(uint32(st.Mode)))
-	}
-	if st.Size > limit {
+	if size > limit {
 		return nil, tooLarge(path, limit)
 	}
 	from := len(buf)
@@ -53,6 +44,28 @@ func readRegular(path string, limit int64, buf []byte) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 	}
 	return nil, tooLarge(path, limit) // it grew since the stat, or its size says less
+}
+
+// openRegular opens path read-only with O_NONBLOCK and checks on the open
+// file that it is a regular file, returning its descriptor and size; the
+// descriptor is closed when it is not.
+func openRegular(path string) (int, int64, error) {
+	fd, err := retry(func() (int, error) {
+		return syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return -1, 0, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st syscall.Stat_t
+	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
+		syscall.Close(fd) //nolint:errcheck // read only: nothing to lose at close
+		return -1, 0, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd) //nolint:errcheck // read only: nothing to lose at close
+		return -1, 0, notRegular(path, modeOf(uint32(st.Mode)))
+	}
+	return fd, st.Size, nil
 }
 
 // retry repeats a system call interrupted by a signal (the Go runtime
