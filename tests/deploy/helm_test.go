@@ -453,13 +453,12 @@ func TestHelmVariants(t *testing.T) {
 	}
 }
 
-// checkPodReader asserts the pod-reader ClusterRole and its binding exist
-// exactly when want, with list and watch on pods and nothing more.
-func checkPodReader(t *testing.T, objs []object, want bool) {
+// clusterRole returns the ClusterRole and ClusterRoleBinding whose names
+// end in -name, failing unless both exist exactly when want.
+func clusterRole(t *testing.T, objs []object, name string, want bool) (role, binding object) {
 	t.Helper()
-	var role, binding object
 	for _, o := range objs {
-		if strings.HasSuffix(o.name(), "-pod-reader") {
+		if strings.HasSuffix(o.name(), "-"+name) {
 			switch o.kind() {
 			case "ClusterRole":
 				role = o
@@ -469,8 +468,16 @@ func checkPodReader(t *testing.T, objs []object, want bool) {
 		}
 	}
 	if (role != nil) != want || (binding != nil) != want {
-		t.Fatalf("pod-reader ClusterRole %v and binding %v, want present=%v", role != nil, binding != nil, want)
+		t.Fatalf("%s ClusterRole %v and binding %v, want present=%v", name, role != nil, binding != nil, want)
 	}
+	return role, binding
+}
+
+// checkPodReader asserts the pod-reader ClusterRole and its binding exist
+// exactly when want, with list and watch on pods and nothing more.
+func checkPodReader(t *testing.T, objs []object, want bool) {
+	t.Helper()
+	role, binding := clusterRole(t, objs, "pod-reader", want)
 	if !want {
 		return
 	}
@@ -488,20 +495,7 @@ func checkPodReader(t *testing.T, objs []object, want bool) {
 // and Kueue's localqueues.
 func checkWorkloadReader(t *testing.T, objs []object, want bool) {
 	t.Helper()
-	var role, binding object
-	for _, o := range objs {
-		if strings.HasSuffix(o.name(), "-workload-reader") {
-			switch o.kind() {
-			case "ClusterRole":
-				role = o
-			case "ClusterRoleBinding":
-				binding = o
-			}
-		}
-	}
-	if (role != nil) != want || (binding != nil) != want {
-		t.Fatalf("workload-reader ClusterRole %v and binding %v, want present=%v", role != nil, binding != nil, want)
-	}
+	role, binding := clusterRole(t, objs, "workload-reader", want)
 	if !want {
 		return
 	}
