@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,21 +63,10 @@ func startInPlace(t *testing.T, scenarios ...string) *stack {
 	if len(cs.relabelConfigs) > 0 {
 		job["relabel_configs"] = cs.relabelConfigs
 	}
-	promConfig, err := yaml.Marshal(map[string]any{
+	startPrometheus(t, s, dir, promBin, map[string]any{
 		"global":         map[string]any{"scrape_interval": "1s", "scrape_timeout": "1s"},
 		"scrape_configs": []any{job},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), promConfig, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	promAddr := freeAddr(t)
-	promProc := startProcess(t, s, "prometheus", dir, promBin, "--config.file=prometheus.yml",
-		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"), "--web.listen-address="+promAddr)
-	s.prom = "http://" + promAddr
-	waitHTTP(t, promProc, s.prom+"/-/ready", 60*time.Second)
 	return s
 }
 

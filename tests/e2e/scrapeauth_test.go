@@ -200,19 +200,10 @@ func TestScrapeThroughChartMonitorAuth(t *testing.T) {
 	unauthenticated := cs.scrapeConfig(t, objs, secretsDir, addr)
 	unauthenticated["job_name"] = "no-credentials"
 	delete(unauthenticated, "basic_auth")
-	promConfig, err := yaml.Marshal(map[string]any{
+	startPrometheus(t, s, dir, promBin, map[string]any{
 		"global":         map[string]any{"scrape_interval": "1s", "scrape_timeout": "1s"},
 		"scrape_configs": []any{chartJob, unauthenticated},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "prometheus.yml"), promConfig)
-	promAddr := freeAddr(t)
-	promProc := startProcess(t, s, "prometheus", dir, promBin, "--config.file=prometheus.yml",
-		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"), "--web.listen-address="+promAddr)
-	s.prom = "http://" + promAddr
-	waitHTTP(t, promProc, s.prom+"/-/ready", 60*time.Second)
 
 	want := map[string]string{
 		fmt.Sprintf(`up{job=%q}`, cs.job):                                    "1",

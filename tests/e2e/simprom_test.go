@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -64,17 +63,22 @@ func startSimPrometheus(t *testing.T, targets []simTarget, ruleFiles map[string]
 	if len(names) > 0 {
 		cfg["rule_files"] = names
 	}
+	startPrometheus(t, s, dir, promBin, cfg)
+	return s
+}
+
+// startPrometheus writes cfg as dir/prometheus.yml, starts promBin on it
+// with its data in dir, and waits until it is ready; s.prom is its URL.
+func startPrometheus(t *testing.T, s *stack, dir, promBin string, cfg map[string]any) {
+	t.Helper()
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(dir, "prometheus.yml"), data)
 	promAddr := freeAddr(t)
 	promProc := startProcess(t, s, "prometheus", dir, promBin, "--config.file=prometheus.yml",
 		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"), "--web.listen-address="+promAddr)
 	s.prom = "http://" + promAddr
 	waitHTTP(t, promProc, s.prom+"/-/ready", 60*time.Second)
-	return s
 }
