@@ -64,29 +64,32 @@ func TestHeldReadsTheFileAgain(t *testing.T) {
 // the inode's struct pid, -ESRCH when the task is gone).
 func TestHeldProcFileOutlivesNotItsProcess(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Skipf("no child process: %v", err)
-	}
-	pid := cmd.Process.Pid
-	path := "/proc/" + strconv.Itoa(pid) + "/stat"
-	res := readHeld(t, File{Path: path, Limit: 4 << 10, Hold: true})
-	if res.Err != nil || res.Held == nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("open %s: %v held=%v", path, res.Err, res.Held)
-	}
-	h := res.Held
-	defer h.Close()
-	if res := readHeld(t, File{Path: path, Limit: 4 << 10, Held: h}); res.Err != nil || len(res.Data) == 0 {
-		t.Fatalf("again while running: %q %v", res.Data, res.Err)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait() // reaped: the PID may be reused from now on
-	res = readHeld(t, File{Path: path, Limit: 4 << 10, Held: h})
-	if !errors.Is(res.Err, syscall.ESRCH) {
-		t.Fatalf("again after exit: %q %v, want ESRCH", res.Data, res.Err)
+	// stat, and oom_score_adj: the file processes.Resolver holds.
+	for _, name := range []string{"stat", "oom_score_adj"} {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Skipf("no child process: %v", err)
+		}
+		pid := cmd.Process.Pid
+		path := "/proc/" + strconv.Itoa(pid) + "/" + name
+		res := readHeld(t, File{Path: path, Limit: 4 << 10, Hold: true})
+		if res.Err != nil || res.Held == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("open %s: %v held=%v", path, res.Err, res.Held)
+		}
+		h := res.Held
+		defer h.Close()
+		if res := readHeld(t, File{Path: path, Limit: 4 << 10, Held: h}); res.Err != nil || len(res.Data) == 0 {
+			t.Fatalf("%s again while running: %q %v", name, res.Data, res.Err)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait() // reaped: the PID may be reused from now on
+		res = readHeld(t, File{Path: path, Limit: 4 << 10, Held: h})
+		if !errors.Is(res.Err, syscall.ESRCH) {
+			t.Fatalf("%s again after exit: %q %v, want ESRCH", name, res.Data, res.Err)
+		}
 	}
 }

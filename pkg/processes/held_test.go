@@ -4,15 +4,16 @@ package processes
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
 // TestResolverHoldsCachedStat: once a PID is cached, later collections
-// read its stat through the held file and open no path at all (the batch's
-// path reads fail here), and still see a reused PID (the fake rewrites the
-// held file in place with another start time) and an exit (RemoveProcess
-// empties the held file, as procfs's fail).
+// read its liveness file through the held descriptor and open no path at
+// all (the batch's path reads fail here), and still see an exit
+// (RemoveProcess empties the held file, as procfs's fail).
 func TestResolverHoldsCachedStat(t *testing.T) {
 	t.Parallel()
 	r, root := newTestResolver(t, 0)
@@ -81,7 +82,7 @@ func TestResolverPIDReusedWhileHeld(t *testing.T) {
 }
 
 // TestResolverRealProcfs runs the resolver on the host's /proc: a child
-// process resolves, is answered from its held stat file while it runs, and
+// process resolves, is answered from its held liveness file while it runs, and
 // is ErrExited once reaped, whoever takes its PID.
 func TestResolverRealProcfs(t *testing.T) {
 	t.Parallel()
@@ -104,7 +105,7 @@ func TestResolverRealProcfs(t *testing.T) {
 		}
 	}
 	if r.cache[pid].held == nil {
-		t.Error("the child's stat file is not held")
+		t.Error("the child's liveness file is not held")
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
@@ -140,5 +141,57 @@ func TestResolverHoldsWithinItsBound(t *testing.T) {
 		if held != 1 || r.Cached() != 2 {
 			t.Fatalf("%d files held, %d PIDs cached; want 1 and 2", held, r.Cached())
 		}
+	}
+}
+
+// TestResolverCachedReadsNoStat: a cached process is answered from its
+// held liveness file alone; its stat, which the kernel builds from every
+// thread's times, is not read again (here it reads empty, which a read of
+// it would take for an exit).
+func TestResolverCachedReadsNoStat(t *testing.T) {
+	t.Parallel()
+	r, root := newTestResolver(t, 0)
+	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
+	r.Begin()
+	if _, err := r.Resolve(t.Context(), 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(root, "100", "stat"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r.Begin()
+	if o, err := r.Resolve(t.Context(), 100); err != nil || o.PodUID != uid {
+		t.Fatalf("cached Resolve = %+v, %v; want the held liveness file to answer", o, err)
+	}
+}
+
+// TestResolverWithoutLivenessFile: a procfs tree without oom_score_adj
+// (a test's, a kernel's without it) holds nothing: its processes are
+// resolved by path and answered from the cache by start time, and a
+// reused PID is resolved anew.
+func TestResolverWithoutLivenessFile(t *testing.T) {
+	t.Parallel()
+	r, root := newTestResolver(t, 0)
+	writeProc(t, root, 100, 5000, cgroupOf(uid, cid))
+	if err := os.Remove(filepath.Join(root, "100", aliveFile)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		r.Begin()
+		if o, err := r.Resolve(t.Context(), 100); err != nil || o.PodUID != uid {
+			t.Fatalf("Resolve = %+v, %v", o, err)
+		}
+		r.End()
+	}
+	if r.cache[100].held != nil {
+		t.Error("a missing liveness file is held")
+	}
+	if err := RemoveProcess(root, 100); err != nil {
+		t.Fatal(err)
+	}
+	writeProc(t, root, 100, 9000, cgroupOf(uid2, cid2))
+	r.Begin()
+	if o, err := r.Resolve(t.Context(), 100); err != nil || o.PodUID != uid2 {
+		t.Fatalf("reused PID: Resolve = %+v, %v; want pod %s", o, err, uid2)
 	}
 }

@@ -28,6 +28,9 @@ func TestMutationCachedPIDReusedBeforeItsLastSamples(t *testing.T) {
 	}
 	// PID 50 exits after its last samples; the kernel hands the PID to a
 	// process of the idle pod (a later start time).
+	if err := RemoveProcess(root, 50); err != nil {
+		t.Fatal(err)
+	}
 	writeProc(t, root, 50, 900, cgroupOf(idleUID, idleCID))
 	s.devs[0].Processes[1] = Process{PID: 50, SM: 70, Sampled: true, Unlisted: true}
 	got, err := a.Collect(context.Background())

@@ -10,10 +10,14 @@ import (
 	"strings"
 )
 
-// WriteProcess writes, under the directory root, the two files a Resolver
+// WriteProcess writes, under the directory root, the files a Resolver
 // reads for pid: <root>/<pid>/stat with start as its start time (field 22,
-// proc(5)) and comm as its command name, and <root>/<pid>/cgroup with
-// cgroup as its content. The simulator serves its processes this way, so
+// proc(5)) and comm as its command name, <root>/<pid>/cgroup with cgroup
+// as its content, and <root>/<pid>/oom_score_adj, the liveness file a
+// Resolver holds open (0, the kernel's default). Files of a PID written
+// again are rewritten in place, as one process's files are; a process
+// taking the PID of another is written after RemoveProcess of the other,
+// as the kernel reuses only a reaped PID. The simulator serves its processes this way, so
 // that the real Resolver runs in the demo and in tests.
 func WriteProcess(root string, pid uint32, comm string, start uint64, cgroup string) error {
 	dir := filepath.Join(root, strconv.FormatUint(uint64(pid), 10))
@@ -27,6 +31,9 @@ func WriteProcess(root string, pid uint32, comm string, start uint64, cgroup str
 		return fmt.Errorf("fake procfs: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o600); err != nil {
+		return fmt.Errorf("fake procfs: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, aliveFile), []byte("0\n"), 0o600); err != nil {
 		return fmt.Errorf("fake procfs: %w", err)
 	}
 	return nil
@@ -49,12 +56,12 @@ func WriteEnviron(root string, pid uint32, env []string) error {
 
 // RemoveProcess removes pid's directory under root, as the kernel does when
 // the process is reaped. It first empties the process's files: a Resolver
-// holds a cached process's stat file open (bounded.Held), and on procfs
+// holds a cached process's liveness file open (bounded.Held), and on procfs
 // reads of a held file fail once its process is gone, where a removed
 // regular file would still read as before.
 func RemoveProcess(root string, pid uint32) error {
 	dir := filepath.Join(root, strconv.FormatUint(uint64(pid), 10))
-	for _, name := range [...]string{"stat", "cgroup", "environ"} {
+	for _, name := range [...]string{"stat", "cgroup", "environ", aliveFile} {
 		if err := os.Truncate(filepath.Join(dir, name), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("fake procfs: %w", err)
 		}

@@ -35,6 +35,23 @@ const MaxStatBytes = 4 << 10
 // few hundred bytes.
 const MaxCgroupBytes = 64 << 10
 
+// MaxAliveBytes caps a read of a process's liveness file,
+// /proc/<pid>/oom_score_adj: one integer from -1000 to 1000 and a newline.
+const MaxAliveBytes = 64
+
+// aliveFile is the file of a cached process the Resolver holds open and
+// reads again at every collection to learn that the process is still the
+// one it resolved. Any /proc/<pid> file opened once stays bound to its
+// process and fails with ESRCH once the process is gone (bounded.Held);
+// oom_score_adj is chosen for being the cheapest to read: the kernel
+// answers it from one field of the task (oom_score_adj_read,
+// fs/proc/base.c), where it builds /proc/<pid>/stat from every thread's
+// times (do_task_stat, fs/proc/array.c), which costs several times more
+// for a process with dozens of threads, as training processes have
+// (BenchmarkResolveRealProcfs). It is in every /proc/<pid> since Linux
+// 2.6.36 and readable by all (mode 0644, proc(5)).
+const aliveFile = "oom_score_adj"
+
 // DefaultMaxCached bounds a Resolver's cache unless told otherwise: far
 // above the processes a node's GPUs run (64 GPUs x 16 processes is 1024).
 const DefaultMaxCached = 4096
@@ -64,7 +81,7 @@ type Resolver struct {
 	misses  []miss
 	again   []int
 	path    []byte
-	// holdMax bounds the stat files held open (bounded.HoldLimit: a
+	// holdMax bounds the liveness files held open (bounded.HoldLimit: a
 	// quarter of the open-file limit); held counts them as of the last
 	// End, holds what this collection asked for since.
 	holdMax, held, holds int
@@ -90,7 +107,6 @@ type Resolution struct {
 type miss struct {
 	i     int
 	start uint64
-	held  *bounded.Held
 }
 
 type cached struct {
@@ -98,8 +114,8 @@ type cached struct {
 	owner  Owner
 	limits Limits
 	round  uint64
-	// held is the process's stat file, kept open; nil where it could not
-	// be.
+	// held is the process's liveness file (aliveFile), kept open; nil
+	// where it could not be.
 	held *bounded.Held
 }
 
@@ -136,7 +152,7 @@ func (r *Resolver) End() {
 	}
 }
 
-// hold reports whether one more stat file may be held open.
+// hold reports whether one more liveness file may be held open.
 func (r *Resolver) hold() bool {
 	if r.held+r.holds >= r.holdMax {
 		return false
@@ -170,31 +186,44 @@ func (r *Resolver) ResolveKnown(ctx context.Context, pid uint32) (Owner, error) 
 
 // ResolveAll answers each lookup into out (len(out) must be len(in)), as
 // Resolve or ResolveKnown would, reading procfs in bounded batches: every
-// PID's stat (its start time), then the cgroup and stat again of the PIDs
-// the cache cannot answer.
+// PID's stat (its start time) or, for a cached process, its held liveness
+// file; then the liveness file (held open from then on), cgroup, environ
+// and stat again of the PIDs the cache cannot answer.
 //
-// A cached PID's stat file is held open (bounded.Held) and read again
-// through its descriptor, one pread(2) instead of open, fstat, read and
-// close: on procfs the descriptor stays bound to the process that was
-// resolved, and fails once it is gone, so a reused PID is never answered
-// from the cache; the start time is compared as well. A listed PID whose
-// held file says the process is gone is resolved anew by path: another
-// process may have taken it.
+// A cached PID's liveness file (aliveFile) is held open (bounded.Held) and
+// read again through its descriptor, one pread(2) instead of open, fstat,
+// read and close of its stat: on procfs the descriptor stays bound to the
+// process that was resolved, and fails once it is gone, so a reused PID is
+// never answered from the cache. It is opened between the two stat reads
+// that showed the same start time, so it is bound to the process those
+// reads and the cgroup read between them saw. A listed PID whose held
+// file says the process is gone is resolved anew by path: another process
+// may have taken it. A cached PID held by no file (past the hold limit)
+// has its stat read by path and its start time compared.
 func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution) {
 	r.files = r.files[:0]
 	for _, l := range in {
 		if c, ok := r.cache[l.PID]; ok && c.held != nil {
-			r.files = append(r.files, bounded.File{Path: c.held.Path(), Limit: MaxStatBytes, Held: c.held})
+			r.files = append(r.files, bounded.File{Path: c.held.Path(), Limit: MaxAliveBytes, Held: c.held})
 			continue
 		}
-		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes, Hold: !l.Known && r.hold()})
+		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes})
 	}
 	r.read(ctx)
 	r.misses, r.again = r.misses[:0], r.again[:0]
 	for i, l := range in {
 		res := r.results[i]
-		start, err := r.startTime(l.PID, r.files[i].Path, res)
 		c, ok := r.cache[l.PID]
+		var start uint64
+		var err error
+		if held := r.files[i].Held; held != nil {
+			// The held file answers for the process it is bound to, the
+			// one cached with its start time.
+			err = alive(l.PID, res)
+			start = c.start
+		} else {
+			start, err = r.startTime(l.PID, r.files[i].Path, res)
+		}
 		if err != nil {
 			res.Held.Close()
 			r.forget(l.PID)
@@ -208,25 +237,20 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 		switch {
 		case ok && c.start == start:
 			c.round = r.round
-			if c.held == nil {
-				c.held = res.Held
-			}
 			r.cache[l.PID] = c
 			out[i] = Resolution{Owner: c.owner, Limits: c.limits}
 		case l.Known && ok:
 			r.forget(l.PID)
-			res.Held.Close()
 			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and reused: %w", l.PID, ErrExited)}
 		case l.Known:
-			res.Held.Close()
 			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and not seen before: %w", l.PID, ErrExited)}
 		default:
-			if ok && c.held != res.Held {
+			if ok && c.held != nil {
 				c.held.Close()
 				c.held = nil
 				r.cache[l.PID] = c
 			}
-			r.misses = append(r.misses, miss{i: i, start: start, held: res.Held})
+			r.misses = append(r.misses, miss{i: i, start: start})
 		}
 	}
 	r.readAgain(ctx, in, out)
@@ -236,42 +260,53 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 	r.files = r.files[:0]
 	for _, m := range r.misses {
 		pid := in[m.i].PID
-		// environ before the second stat: the stat read vouches for the
-		// cgroup and environ reads before it.
+		// The liveness file, cgroup and environ before the second stat:
+		// the stat read vouches for the reads before it.
 		r.files = append(r.files,
+			bounded.File{Path: r.procPath(pid, aliveFile), Limit: MaxAliveBytes, Hold: r.hold()},
 			bounded.File{Path: r.procPath(pid, "cgroup"), Limit: MaxCgroupBytes},
 			bounded.File{Path: r.procPath(pid, "environ"), Limit: MaxEnvironBytes},
 			bounded.File{Path: r.procPath(pid, "stat"), Limit: MaxStatBytes})
 	}
 	r.read(ctx)
+	const per = 4 // files read per miss
 	for k, m := range r.misses {
 		pid := in[m.i].PID
-		owner, err := r.owner(pid, r.files[3*k].Path, r.results[3*k])
+		held := r.results[per*k].Held
+		if alive(pid, r.results[per*k]) != nil {
+			// Not held, but no verdict either: the stat reads around it
+			// tell whether the process is still the one first read (a
+			// procfs tree without the file, as a test's may be, is
+			// resolved by path every collection).
+			held.Close()
+			held = nil
+		}
+		owner, err := r.owner(pid, r.files[per*k+1].Path, r.results[per*k+1])
 		// An environment that cannot be read (no ptrace access to the
 		// process, larger than its cap) leaves the limits unknown; it
 		// does not stop attribution.
 		var limits Limits
-		if env := r.results[3*k+1]; env.Err == nil {
+		if env := r.results[per*k+2]; env.Err == nil {
 			limits = ParseEnviron(env.Data)
 		}
 		if err == nil {
 			// The cgroup file read may belong to a process that took the
 			// PID after the first stat read: the start time must not have
 			// moved.
-			if again, serr := r.startTime(pid, r.files[3*k+2].Path, r.results[3*k+2]); serr != nil || again != m.start {
+			if again, serr := r.startTime(pid, r.files[per*k+3].Path, r.results[per*k+3]); serr != nil || again != m.start {
 				err = fmt.Errorf("pid %d: reused during the read: %w", pid, ErrExited)
 			}
 		}
 		if err != nil {
 			r.forget(pid)
-			m.held.Close()
+			held.Close()
 			out[m.i] = Resolution{Err: err}
 			continue
 		}
 		if _, ok := r.cache[pid]; ok || len(r.cache) < r.max {
-			r.cache[pid] = cached{start: m.start, owner: owner, limits: limits, round: r.round, held: m.held}
+			r.cache[pid] = cached{start: m.start, owner: owner, limits: limits, round: r.round, held: held}
 		} else {
-			m.held.Close()
+			held.Close()
 			r.Uncached++
 		}
 		out[m.i] = Resolution{Owner: owner, Limits: limits}
@@ -286,7 +321,7 @@ func (r *Resolver) readAgain(ctx context.Context, in []Lookup, out []Resolution)
 	}
 	r.files = r.files[:0]
 	for _, i := range r.again {
-		r.files = append(r.files, bounded.File{Path: r.procPath(in[i].PID, "stat"), Limit: MaxStatBytes, Hold: r.hold()})
+		r.files = append(r.files, bounded.File{Path: r.procPath(in[i].PID, "stat"), Limit: MaxStatBytes})
 	}
 	r.read(ctx)
 	for k, i := range r.again {
@@ -295,7 +330,7 @@ func (r *Resolver) readAgain(ctx context.Context, in []Lookup, out []Resolution)
 			out[i] = Resolution{Err: err}
 			continue
 		}
-		r.misses = append(r.misses, miss{i: i, start: start, held: r.results[k].Held})
+		r.misses = append(r.misses, miss{i: i, start: start})
 	}
 }
 
@@ -347,6 +382,22 @@ func (r *Resolver) owner(pid uint32, path string, res bounded.Result) (Owner, er
 		return Owner{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return owner, nil
+}
+
+// alive checks a read of a process's liveness file: it fails once the
+// process is gone (ESRCH on procfs; whoever plays procfs with regular
+// files empties it, as RemoveProcess does).
+func alive(pid uint32, res bounded.Result) error {
+	if res.Err != nil {
+		if gone(res.Err) {
+			return fmt.Errorf("pid %d: %w", pid, ErrExited)
+		}
+		return fmt.Errorf("pid %d: %w", pid, res.Err)
+	}
+	if len(res.Data) == 0 {
+		return fmt.Errorf("pid %d: %w", pid, ErrExited)
+	}
+	return nil
 }
 
 // startTime parses field 22 of a read of <procfs>/<pid>/stat, the

@@ -70,6 +70,10 @@ func TestResolverCachesUntilPIDReused(t *testing.T) {
 		t.Fatalf("same process: Resolve = %+v, %v; want the cached pod %s", got, err, uid)
 	}
 	// PID reused by another pod's process: new start time, new answer.
+	// The kernel reuses only a reaped PID.
+	if err := RemoveProcess(root, 100); err != nil {
+		t.Fatal(err)
+	}
 	writeProc(t, root, 100, 9000, cgroupOf(uid2, cid2))
 	r.Begin()
 	got, err = r.Resolve(t.Context(), 100)

@@ -127,8 +127,16 @@ func (p *ProcessSampler) writeTree(t time.Duration) error {
 		}
 		present[r.proc.pid] = true
 		start := r.startAt(t)
-		if p.written[r.proc.pid] == start {
+		old, ok := p.written[r.proc.pid]
+		if ok && old == start {
 			continue
+		}
+		if ok {
+			// Another process takes the PID: the kernel reaps the old
+			// one first, and its held files stop answering.
+			if err := processes.RemoveProcess(p.root, r.proc.pid); err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
 		}
 		if err := processes.WriteProcess(p.root, r.proc.pid, r.proc.comm, start, r.proc.cgroup); err != nil {
 			return fmt.Errorf("sim: %w", err)

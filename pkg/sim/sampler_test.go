@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +230,36 @@ func TestNoProcessesKeepsDeviceUtilization(t *testing.T) {
 	smp := s.readAt(time.Minute)
 	if v := smp.At(0, 0); v.Kind == source.Blank {
 		t.Error("demo GPU 0 utilization is blank")
+	}
+}
+
+// A process that takes a PID the tree shows for another is written after
+// the other's removal, as the kernel reaps a PID before reusing it: a
+// liveness file a resolver holds open for the old process stops
+// answering (reads empty) instead of answering for the new one.
+func TestSamplerReusedPIDEmptiesHeldFiles(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, parse(t, migProcesses), utilField(t))
+	ps, root := newSampler(t, s)
+	s.readAt(10 * time.Second)
+	if _, err := ps.Sample(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "300", "oom_score_adj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The tree last wrote another process under the PID.
+	ps.written[300]--
+	if err := ps.writeTree(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	if n, _ := f.ReadAt(b, 0); n != 0 {
+		t.Errorf("the old process's held liveness file reads %q; want it emptied", b[:n])
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "300", "oom_score_adj")); err != nil || len(b) == 0 {
+		t.Errorf("the new process's liveness file: %q, %v", b, err)
 	}
 }
