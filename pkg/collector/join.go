@@ -86,6 +86,10 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 		return j.holdings, j.version
 	}
 	table := key.table
+	var moves annotatedMoves
+	if a, ok := j.podInfo.(AnnotatedHolders); ok && table != nil {
+		moves = annotatedHolders(a, table, cmp.Or(all, inv))
+	}
 	holdings := make([]exposition.Holding, 0, len(inv.Entities))
 	for i := range inv.Entities {
 		hs := table.Holders(&inv.Entities[i])
@@ -95,6 +99,7 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 		if f, ok := j.podInfo.(FractionalHolders); ok {
 			hs = throughReservations(f, hs)
 		}
+		hs = moves.apply(&inv.Entities[i], hs)
 		jobs := key.jobs.Jobs(&inv.Entities[i])
 		holders := len(hs) + len(jobs)
 		if holders == 0 {

@@ -75,7 +75,7 @@ func staticPodUID(pod *apiPod) string {
 // (kai.go).
 func keptAnnotations(pod *apiPod) map[string]string {
 	var kept map[string]string
-	for _, k := range [...]string{configMirror, kaiFractionContainerAnnotation} {
+	for _, k := range [...]string{configMirror, kaiFractionContainerAnnotation, hamiAllocated, volcanoAllocated} {
 		if v, ok := pod.Annotations[k]; ok {
 			if kept == nil {
 				kept = map[string]string{}

@@ -35,11 +35,14 @@ type Info struct {
 	seed workloadSeed
 	// kai is the pod's part in KAI Scheduler's GPU sharing (kai.go).
 	kai kaiRole
+	// vgpu is the GPUs HAMi's or Volcano's scheduler chose (vgpu.go).
+	vgpu vgpuAlloc
 }
 
 // equal reports whether a and b hold the same content.
 func (a Info) equal(b Info) bool {
-	return a.UID == b.UID && slices.Equal(a.Labels, b.Labels) && a.seed == b.seed && a.Workload == b.Workload && a.kai.equal(b.kai)
+	return a.UID == b.UID && slices.Equal(a.Labels, b.Labels) && a.seed == b.seed && a.Workload == b.Workload && a.kai.equal(b.kai) &&
+		a.vgpu.equal(b.vgpu)
 }
 
 // podInfo computes the Info of pod under allow, keeping at most max labels,

@@ -35,8 +35,11 @@ type apiPod struct {
 type apiPodSpec struct {
 	NodeName string `json:"nodeName,omitempty"`
 	// Containers are read for their names only: KAI Scheduler's fraction
-	// container is the first unless an annotation names another (kai.go).
-	Containers []apiContainer `json:"containers,omitempty"`
+	// container is the first unless an annotation names another (kai.go);
+	// HAMi's and Volcano's allocation annotations list containers by
+	// position (vgpu.go), init containers first.
+	Containers     []apiContainer `json:"containers,omitempty"`
+	InitContainers []apiContainer `json:"initContainers,omitempty"`
 }
 
 // apiContainer is the part of a Container the Store reads.
@@ -81,6 +84,9 @@ func (p *apiPod) deepCopy() *apiPod {
 	out := &apiPod{TypeMeta: p.TypeMeta, Spec: p.Spec}
 	if p.Spec.Containers != nil {
 		out.Spec.Containers = append(make([]apiContainer, 0, len(p.Spec.Containers)), p.Spec.Containers...)
+	}
+	if p.Spec.InitContainers != nil {
+		out.Spec.InitContainers = append(make([]apiContainer, 0, len(p.Spec.InitContainers)), p.Spec.InitContainers...)
 	}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Status = apiPodStatus{

@@ -14,9 +14,11 @@ type StaticPod struct {
 	// Scheduler's GPU groups (kai.go).
 	Labels map[string]string
 	// Annotations and Containers (names, in spec order) are read for KAI
-	// Scheduler's fraction container.
-	Annotations map[string]string
-	Containers  []string
+	// Scheduler's fraction container, and with InitContainers for HAMi's
+	// and Volcano's allocation annotations (vgpu.go).
+	Annotations    map[string]string
+	Containers     []string
+	InitContainers []string
 }
 
 // OwnerRef is an owner reference as the API writes it.
@@ -67,7 +69,8 @@ func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
 	for _, p := range pods {
 		seed := workloadSeed{enabled: true, queue: p.Labels[queueLabel], jobSet: p.Labels[jobSetLabel], lws: p.Labels[lwsLabel]}
 		seed.owner, seed.controlled = p.Owner.owner()
-		info := Info{seed: seed, kai: kaiRoleOf(p.apiPod())}
+		pod := p.apiPod()
+		info := Info{seed: seed, kai: kaiRoleOf(pod), vgpu: vgpuOf(pod)}
 		info.Workload, _ = resolveWorkload(p.Namespace, p.Name, seed, lookup)
 		s.pods[podKey{p.Namespace, p.Name}] = info
 	}
@@ -102,6 +105,9 @@ func (p *StaticPod) apiPod() *apiPod {
 	pod.Namespace, pod.Name, pod.Labels, pod.Annotations = p.Namespace, p.Name, p.Labels, p.Annotations
 	for _, c := range p.Containers {
 		pod.Spec.Containers = append(pod.Spec.Containers, apiContainer{Name: c})
+	}
+	for _, c := range p.InitContainers {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, apiContainer{Name: c})
 	}
 	return pod
 }

@@ -328,6 +328,7 @@ func (s *Store) upsert(obj any) {
 		info.seed = seedOf(pod)
 	}
 	info.kai = kaiRoleOf(pod)
+	info.vgpu = vgpuOf(pod)
 	truncated := len(dropped) > 0
 
 	s.mu.Lock()
@@ -351,6 +352,9 @@ func (s *Store) upsert(obj any) {
 	s.m.pods.Set(float64(len(s.pods)))
 	s.mu.Unlock()
 
+	if e := info.vgpu.err; e != "" && (!had || old.info.vgpu.err != e) {
+		s.logger.Warn("cannot read the GPUs a vGPU scheduler chose; the kubelet's device ids label the pod's GPUs", "err", e)
+	}
 	if truncated && !old.truncated {
 		s.logger.Warn("pod has more allowlisted labels than the limit; extra labels dropped",
 			"namespace", pod.Namespace, "pod", pod.Name, "limit", s.cfg.MaxLabels, "dropped", dropped)
@@ -441,7 +445,7 @@ func slimPod(obj any) (any, error) {
 			Annotations:     keptAnnotations(pod),
 			OwnerReferences: controllerRef(pod),
 		},
-		Spec: apiPodSpec{NodeName: pod.Spec.NodeName, Containers: kaiContainers(pod)},
+		Spec: slimSpec(pod),
 		Status: apiPodStatus{
 			Phase:                      kaiPhase(pod),
 			ContainerStatuses:          slimStatuses(pod.Status.ContainerStatuses),
