@@ -72,24 +72,35 @@ func TestVGPUAnnotationPlacesHolders(t *testing.T) {
 			if tc.info != nil {
 				cfg.PodInfo = tc.info
 			}
-			c, err := New(cfg, src, staticAttribution{table}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Collect(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			text := string(c.Page().Text)
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("page lacks %s\n%s", w, text)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(text, n) {
-					t.Errorf("page has %s", n)
-				}
-			}
+			expectParts(t, collectText(t, cfg, src, staticAttribution{table}), tc.want, tc.not)
 		})
+	}
+}
+
+// collectText runs one collection of a new Collector and returns its page.
+func collectText(t *testing.T, cfg Config, src *fakeSource, attr Attribution) string {
+	t.Helper()
+	c, err := New(cfg, src, attr, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return string(c.Page().Text)
+}
+
+// expectParts checks that text holds each of want and none of not.
+func expectParts(t *testing.T, text string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("page lacks %s\n%s", w, text)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(text, n) {
+			t.Errorf("page has %s", n)
+		}
 	}
 }

@@ -1,13 +1,9 @@
 package collector
 
 import (
-	"context"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/podlabels"
@@ -79,24 +75,7 @@ func TestKAIReservationPodGivesWayToWorkloads(t *testing.T) {
 			if tc.info != nil {
 				cfg.PodInfo = tc.info
 			}
-			c, err := New(cfg, src, staticAttribution{table}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Collect(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			text := string(c.Page().Text)
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("page lacks %s\n%s", w, text)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(text, n) {
-					t.Errorf("page has %s", n)
-				}
-			}
+			expectParts(t, collectText(t, cfg, src, staticAttribution{table}), tc.want, tc.not)
 		})
 	}
 }
