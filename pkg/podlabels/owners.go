@@ -28,6 +28,7 @@ type resource struct {
 // The resources read, each needing get on it (deployment/helm's
 // workload-reader-rbac.yaml grants exactly these):
 //   - ReplicaSets and Jobs: apps/v1 and batch/v1, the Kubernetes API.
+//   - JobSets: for the Kueue queue label a JobSet alone carries.
 //   - LocalQueues: group kueue.x-k8s.io, resource localqueues, spec.clusterQueue
 //     (kubernetes-sigs/kueue apis/kueue/v1beta1/localqueue_types.go
 //     @01ed66fdddfa757b45d1e9126c34218183ca80fd: LocalQueueSpec.ClusterQueue
@@ -39,6 +40,11 @@ var (
 	replicaSets = resource{group: "apps", version: "v1", name: "replicasets"}
 	jobs        = resource{group: "batch", version: "v1", name: "jobs"}
 	localQueues = resource{group: "kueue.x-k8s.io", version: "v1beta1", name: "localqueues"}
+	// jobSets: v1alpha2 is the one version JobSet's CRD serves
+	// (kubernetes-sigs/jobset config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml
+	// @08dfbdfd682714a9ab929633eca8dc95315187e7); read for its queue label
+	// only.
+	jobSets = resource{group: "jobset.x-k8s.io", version: "v1alpha2", name: "jobsets"}
 )
 
 // Owner lookups' limits.
@@ -98,7 +104,7 @@ func (g *restGetter) get(ctx context.Context, r *resource, namespace, name strin
 	return bounded.ReadAll(ctx, body, ownerMaxBytes)
 }
 
-// apiOwnerObject is the part of a ReplicaSet, Job or LocalQueue the
+// apiOwnerObject is the part of a ReplicaSet, Job, JobSet or LocalQueue the
 // resolution reads.
 type apiOwnerObject struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
@@ -308,10 +314,10 @@ func (o *owners) record(key ownerKey, obj ownerObject, state lookupState, err er
 // Access says whether the exporter may read one resource of pod owners.
 type Access struct {
 	// Group and Resource name it (apps replicasets, batch jobs,
-	// kueue.x-k8s.io localqueues).
+	// jobset.x-k8s.io jobsets, kueue.x-k8s.io localqueues).
 	Group, Resource string
 	// Allowed: get is allowed. Forbidden: 403. NotServed: the API server
-	// does not serve the resource (Kueue not installed, for localqueues).
+	// does not serve the resource (JobSet or Kueue not installed).
 	// Err: any other failure.
 	Allowed, Forbidden, NotServed bool
 	Err                           error
@@ -336,7 +342,7 @@ func ProbeWorkloadAccess(ctx context.Context, cfg *rest.Config, namespace string
 
 func probeAccess(ctx context.Context, g getter, namespace string) []Access {
 	var out []Access
-	for _, r := range []*resource{&replicaSets, &jobs, &localQueues} {
+	for _, r := range []*resource{&replicaSets, &jobs, &jobSets, &localQueues} {
 		a := Access{Group: r.group, Resource: r.name}
 		_, err := g.get(ctx, r, namespace, probeName)
 		var st apierrors.APIStatus

@@ -24,10 +24,10 @@ type OwnerRef struct {
 	APIVersion, Kind, Name string
 }
 
-// StaticObject is a ReplicaSet, Job or Kueue LocalQueue given as data: the
-// owners a StaticPod's workload is resolved through.
+// StaticObject is a ReplicaSet, Job, JobSet or Kueue LocalQueue given as
+// data: the owners a StaticPod's workload is resolved through.
 type StaticObject struct {
-	// Kind is ReplicaSet, Job or LocalQueue.
+	// Kind is ReplicaSet, Job, JobSet or LocalQueue.
 	Kind            string
 	Namespace, Name string
 	Owner           *OwnerRef
@@ -46,7 +46,7 @@ type Static struct {
 
 // NewStatic resolves the workloads of pods through objs.
 func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
-	resources := map[string]*resource{"ReplicaSet": &replicaSets, "Job": &jobs, "LocalQueue": &localQueues}
+	resources := map[string]*resource{"ReplicaSet": &replicaSets, "Job": &jobs, "JobSet": &jobSets, "LocalQueue": &localQueues}
 	byKey := map[ownerKey]ownerObject{}
 	for _, o := range objs {
 		r := resources[o.Kind]

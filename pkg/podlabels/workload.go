@@ -16,6 +16,14 @@ import (
 //     JobSetNameKey in kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go
 //     (@0336a8fd9fd3ba7a8e5d3e16462138b746e01ec8); labelAndAnnotateObject in
 //     pkg/controllers/jobset_controller.go sets it on "child Jobs and pods".
+//     A JobSet's Kueue queue is the queueLabel on the JobSet itself (Kueue's
+//     site/content/en/docs/tasks/run/jobsets.md, "Queue selection",
+//     @ff69552e79ad21652c36caa97038382e55625cf7); the JobSet controller
+//     builds each child Job's labels from its replicated Job's template
+//     plus its own keys (constructJob, labelAndAnnotateObject,
+//     @08dfbdfd682714a9ab929633eca8dc95315187e7), never the JobSet's
+//     labels, so the Jobs and pods carry the queue only if a user put it in
+//     the template.
 //   - lwsLabel names the LeaderWorkerSet of its pods and StatefulSets:
 //     SetNameLabelKey in kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go
 //     (@024af0845195be26fb4a0847c37d7209849d69da).
@@ -126,7 +134,9 @@ type lookupFunc func(r *resource, namespace, name string) (ownerObject, lookupSt
 // own. A Job's is too (a CronJob), and a Job labelled with a JobSet is the
 // JobSet's; the Job's queue label is the workload's queue when the pod has
 // none (Kueue's batch/Job integration reads it from the Job, and the pods
-// of a Job need not carry it). Any other controlling owner (StatefulSet,
+// of a Job need not carry it). A JobSet's queue, when neither the pod nor
+// its Job carries one, is the JobSet's own label; a JobSet that may not be
+// read (403) or is gone leaves the queue out. Any other controlling owner (StatefulSet,
 // DaemonSet, a custom controller) is the workload as it stands: the
 // exporter reads no other kind.
 //
@@ -135,9 +145,10 @@ type lookupFunc func(r *resource, namespace, name string) (ownerObject, lookupSt
 // missing RBAC on Kueue costs the cluster_queue label only.
 func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc) (Workload, bool) {
 	w := Workload{Queue: seed.queue}
+	jobSet := false // the workload is a JobSet named by its label
 	switch {
 	case seed.jobSet != "":
-		w.Kind, w.Name = KindJobSet, seed.jobSet
+		w.Kind, w.Name, jobSet = KindJobSet, seed.jobSet, true
 	case seed.lws != "":
 		w.Kind, w.Name = KindLeaderWorkerSet, seed.lws
 	case !seed.controlled, seed.owner.Group == "" && seed.owner.Kind == "Node":
@@ -165,7 +176,7 @@ func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc
 		if state == stateFound {
 			switch {
 			case job.jobSet != "":
-				w.Kind, w.Name = KindJobSet, job.jobSet
+				w.Kind, w.Name, jobSet = KindJobSet, job.jobSet, true
 			case job.controlled:
 				w.Kind, w.Name = job.owner.Kind, job.owner.Name
 			}
@@ -175,6 +186,18 @@ func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc
 		}
 	default:
 		w.Kind, w.Name = seed.owner.Kind, seed.owner.Name
+	}
+	if jobSet && w.Queue == "" {
+		// Kueue reads a JobSet's queue from the JobSet's own label, and the
+		// JobSet controller copies none of the JobSet's labels to its Jobs
+		// and pods (jobSetLabel's sources above), so neither need carry it.
+		js, state := lookup(&jobSets, namespace, w.Name)
+		switch state {
+		case statePending, stateFailed:
+			return Workload{}, false
+		case stateFound:
+			w.Queue = js.queue
+		}
 	}
 	if w.Queue == "" {
 		return w, true

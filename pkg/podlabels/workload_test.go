@@ -62,6 +62,14 @@ func TestResolveWorkload(t *testing.T) {
 		"localqueues/ml/team-a":        {ownerObject{clusterQueue: "gpu-pool"}, stateFound},
 		"localqueues/ml/team-b":        {ownerObject{}, stateForbidden},
 		"localqueues/ml/team-c":        {ownerObject{}, stateNotFound},
+		// A JobSet carries the queue label Kueue reads; its Jobs and pods
+		// need not (the JobSet controller copies none of its labels to them).
+		"jobsets/ml/pretrain":     {ownerObject{queue: "team-a"}, stateFound},
+		"jobsets/ml/unqueued":     {ownerObject{}, stateFound},
+		"jobsets/ml/gone":         {ownerObject{}, stateNotFound},
+		"jobsets/locked/locked":   {ownerObject{}, stateForbidden},
+		"jobsets/ml/flaky":        {ownerObject{}, stateFailed},
+		"jobs/ml/js-job-unqueued": {ownerObject{jobSet: "unqueued", owner: Owner{Group: "jobset.x-k8s.io", Kind: "JobSet", Name: "unqueued"}, controlled: true}, stateFound},
 	}
 	cases := []struct {
 		name string
@@ -81,8 +89,14 @@ func TestResolveWorkload(t *testing.T) {
 		{"a ReplicaSet of another group is not read", "ml", workloadSeed{owner: Owner{Group: "example.com", Kind: KindReplicaSet, Name: "x"}, controlled: true}, Workload{Kind: KindReplicaSet, Name: "x"}, true},
 		{"cronjob, queue from the job", "ml", workloadSeed{owner: jobOwner, controlled: true}, Workload{Kind: KindCronJob, Name: "nightly", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
 		{"the pod's queue wins", "ml", workloadSeed{owner: jobOwner, controlled: true, queue: "team-c"}, Workload{Kind: KindCronJob, Name: "nightly", Queue: "team-c"}, true},
-		{"job of a jobset", "ml", workloadSeed{owner: Owner{Group: "batch", Kind: KindJob, Name: "js-job"}, controlled: true}, Workload{Kind: KindJobSet, Name: "pretrain"}, true},
 		{"jobset label", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "pretrain", queue: "team-a"}, Workload{Kind: KindJobSet, Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
+		{"jobset label, queue on the JobSet only", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "pretrain"}, Workload{Kind: KindJobSet, Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
+		{"job of a jobset, queue on the JobSet only", "ml", workloadSeed{owner: Owner{Group: "batch", Kind: KindJob, Name: "js-job"}, controlled: true}, Workload{Kind: KindJobSet, Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
+		{"jobset without queue", "ml", workloadSeed{owner: Owner{Group: "batch", Kind: KindJob, Name: "js-job-unqueued"}, controlled: true}, Workload{Kind: KindJobSet, Name: "unqueued"}, true},
+		{"jobset gone", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "gone"}, Workload{Kind: KindJobSet, Name: "gone"}, true},
+		{"jobset forbidden: no queue", "locked", workloadSeed{owner: jobOwner, controlled: true, jobSet: "locked"}, Workload{Kind: KindJobSet, Name: "locked"}, true},
+		{"jobset failing", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "flaky"}, Workload{}, false},
+		{"jobset pending", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "new"}, Workload{}, false},
 		{"leaderworkerset label", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "StatefulSet", Name: "vllm-0"}, controlled: true, lws: "vllm"}, Workload{Kind: KindLeaderWorkerSet, Name: "vllm"}, true},
 		{"statefulset", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "StatefulSet", Name: "db"}, controlled: true}, Workload{Kind: "StatefulSet", Name: "db"}, true},
 		{"daemonset", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "DaemonSet", Name: "agent"}, controlled: true}, Workload{Kind: "DaemonSet", Name: "agent"}, true},
@@ -154,6 +168,18 @@ func localQueue(ns, name, clusterQueue string) map[string]any {
 	}
 }
 
+// jobSet is a JobSet labelled with a Kueue queue as Kueue's JobSet guide
+// has users write it (kubernetes-sigs/kueue site/content/en/docs/tasks/run/jobsets.md
+// @ff69552e79ad21652c36caa97038382e55625cf7): apiVersion and kind from
+// kubernetes-sigs/jobset's CRD (@08dfbdfd682714a9ab929633eca8dc95315187e7).
+func jobSet(ns, name, queue string) map[string]any {
+	return map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": map[string]any{"name": name, "namespace": ns, "uid": "uid-js", "labels": map[string]any{queueLabel: queue}},
+		"spec":     map[string]any{"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": 1}}},
+	}
+}
+
 // workloadStore is a Store resolving workloads against api, its owner
 // lookups running.
 func workloadStore(t *testing.T, api http.Handler, reg prometheus.Registerer, logs *logBuffer) *Store {
@@ -192,10 +218,17 @@ func TestWorkloadsOverHTTP(t *testing.T) {
 		"/apis/apps/v1/namespaces/ml/replicasets/llm-5d8f7":             rs,
 		"/apis/batch/v1/namespaces/ml/jobs/nightly-2891":                job,
 		"/apis/kueue.x-k8s.io/v1beta1/namespaces/ml/localqueues/team-a": localQueue("ml", "team-a", "gpu-pool"),
+		"/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/pretrain": jobSet("ml", "pretrain", "team-a"),
 	}}
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}
 	s := workloadStore(t, api, reg, logs)
+
+	// A JobSet's worker: labelled with its JobSet, not with the queue,
+	// which only the JobSet carries.
+	worker := newPod("ml", "pretrain-workers-0-0-abc", thisNode, map[string]string{jobSetLabel: "pretrain"})
+	worker.OwnerReferences = controlledBy("batch/v1", "Job", "pretrain-workers-0")
+	s.upsert(toAPIPod(worker))
 
 	serve := newPod("ml", "llm-5d8f7-abcde", thisNode, nil)
 	serve.OwnerReferences = controlledBy("apps/v1", "ReplicaSet", "llm-5d8f7")
@@ -206,8 +239,9 @@ func TestWorkloadsOverHTTP(t *testing.T) {
 
 	v0 := s.Version()
 	want := map[string]Workload{
-		"llm-5d8f7-abcde":  {Kind: KindDeployment, Name: "llm"},
-		"nightly-2891-xyz": {Kind: KindCronJob, Name: "nightly", Queue: "team-a", ClusterQueue: "gpu-pool"},
+		"llm-5d8f7-abcde":          {Kind: KindDeployment, Name: "llm"},
+		"nightly-2891-xyz":         {Kind: KindCronJob, Name: "nightly", Queue: "team-a", ClusterQueue: "gpu-pool"},
+		"pretrain-workers-0-0-abc": {Kind: KindJobSet, Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"},
 	}
 	poll.Problems(t, 10*time.Second, 10*time.Millisecond, func() []string {
 		var problems []string
@@ -348,6 +382,7 @@ func TestProbeWorkloadAccess(t *testing.T) {
 	want := []Access{
 		{Group: "apps", Resource: "replicasets", Allowed: true},
 		{Group: "batch", Resource: "jobs", Forbidden: true},
+		{Group: "jobset.x-k8s.io", Resource: "jobsets", NotServed: true},
 		{Group: "kueue.x-k8s.io", Resource: "localqueues", NotServed: true},
 	}
 	if len(got) != len(want) {
