@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -117,11 +119,18 @@ func TestResolveWorkload(t *testing.T) {
 // kubeAPI serves GETs of namespaced objects as the API server does: the
 // object's JSON, or a metav1.Status for a missing object (404) or a
 // resource the caller may not read (403, the message RBAC's authorizer
-// writes).
+// writes). With served set, a path whose /apis/<group>/<version>/ prefix
+// it lacks answers as kube-apiserver does for a version no CRD serves:
+// apiextensions-apiserver's crdHandler hands a request for a version the
+// CRD does not serve to its delegate (pkg/apiserver/customresource_handler.go,
+// HasServedCRDVersion, k8s.io/apiextensions-apiserver@v0.37.2), which ends
+// in k8s.io/apiserver's notfoundhandler: http.NotFound, a plain-text 404
+// naming no object (pkg/util/notfoundhandler/not_found_handler.go @v0.37.2).
 type kubeAPI struct {
 	mu        sync.Mutex
 	objects   map[string]any // path -> object
 	forbidden map[string]bool
+	served    map[string]bool // "/apis/<group>/<version>/"; nil: all
 	gets      map[string]int
 }
 
@@ -136,12 +145,25 @@ func (k *kubeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
 			Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
 	}
+	if k.served != nil && (len(parts) < 4 || !k.served["/apis/"+parts[2]+"/"+parts[3]+"/"]) {
+		http.NotFound(w, r)
+		return
+	}
 	if len(parts) == 8 && k.forbidden[parts[6]] {
 		status(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(`%s.%s %q is forbidden: User "system:serviceaccount:gpu:exporter" cannot get resource %q in API group %q in the namespace %q`,
 			parts[6], parts[2], parts[7], parts[6], parts[2], parts[5]))
 		return
 	}
 	obj, ok := k.objects[r.URL.Path]
+	if !ok && len(parts) == 8 {
+		// apierrors.NewNotFound, as the registry answers a missing object:
+		// details name the object and its resource.
+		st := apierrors.NewNotFound(schema.GroupResource{Group: parts[2], Resource: parts[6]}, parts[7]).ErrStatus
+		st.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(st)
+		return
+	}
 	if !ok {
 		status(http.StatusNotFound, metav1.StatusReasonNotFound, "not found")
 		return
@@ -155,13 +177,14 @@ func (k *kubeAPI) count(path string) int {
 	return k.gets[path]
 }
 
-// localQueue is a LocalQueue as Kueue's API serves it: kind, metadata and
-// spec.clusterQueue (kubernetes-sigs/kueue apis/kueue/v1beta1/localqueue_types.go
-// @01ed66fdddfa757b45d1e9126c34218183ca80fd), with the status fields a
-// live object has.
-func localQueue(ns, name, clusterQueue string) map[string]any {
+// localQueueIn is a LocalQueue as Kueue's API serves it in version: kind,
+// metadata and spec.clusterQueue (kubernetes-sigs/kueue apis/kueue/v1beta1/localqueue_types.go
+// @01ed66fdddfa757b45d1e9126c34218183ca80fd; v1beta2 keeps the field,
+// apis/kueue/v1beta2/localqueue_types.go @ff69552e79ad21652c36caa97038382e55625cf7),
+// with the status fields a live object has.
+func localQueueIn(version, ns, name, clusterQueue string) map[string]any {
 	return map[string]any{
-		"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+		"apiVersion": "kueue.x-k8s.io/" + version, "kind": "LocalQueue",
 		"metadata": map[string]any{"name": name, "namespace": ns, "uid": "uid-lq"},
 		"spec":     map[string]any{"clusterQueue": clusterQueue, "stopPolicy": "None"},
 		"status":   map[string]any{"pendingWorkloads": 0, "admittedWorkloads": 1, "reservingWorkloads": 1},
@@ -217,7 +240,7 @@ func TestWorkloadsOverHTTP(t *testing.T) {
 	api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{}, objects: map[string]any{
 		"/apis/apps/v1/namespaces/ml/replicasets/llm-5d8f7":             rs,
 		"/apis/batch/v1/namespaces/ml/jobs/nightly-2891":                job,
-		"/apis/kueue.x-k8s.io/v1beta1/namespaces/ml/localqueues/team-a": localQueue("ml", "team-a", "gpu-pool"),
+		"/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues/team-a": localQueueIn("v1beta2", "ml", "team-a", "gpu-pool"),
 		"/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/pretrain": jobSet("ml", "pretrain", "team-a"),
 	}}
 	reg := prometheus.NewRegistry()
@@ -308,6 +331,64 @@ func TestWorkloadsForbidden(t *testing.T) {
 	}
 }
 
+// TestLocalQueueVersions: the ClusterQueue is read from clusters whose
+// Kueue serves LocalQueues in v1beta1 only (before v0.15), in both (v0.15
+// on) and in v1beta2 only (once v1beta1 is dropped), each LocalQueue in
+// one GET once the served version is known.
+func TestLocalQueueVersions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		served []string
+	}{
+		{"v1beta1 only", []string{"v1beta1"}},
+		{"both", []string{"v1beta1", "v1beta2"}},
+		{"v1beta2 only", []string{"v1beta2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{}, objects: map[string]any{},
+				served: map[string]bool{}}
+			for _, v := range tc.served {
+				api.served["/apis/kueue.x-k8s.io/"+v+"/"] = true
+				for _, q := range []string{"team-a", "team-b"} {
+					api.objects["/apis/kueue.x-k8s.io/"+v+"/namespaces/ml/localqueues/"+q] = localQueueIn(v, "ml", q, "pool-"+q)
+				}
+			}
+			s := workloadStore(t, api, prometheus.NewRegistry(), &logBuffer{})
+			s.upsert(toAPIPod(newPod("ml", "a", thisNode, map[string]string{queueLabel: "team-a"})))
+			want := Workload{Kind: KindPod, Name: "a", Queue: "team-a", ClusterQueue: "pool-team-a"}
+			poll.Until(t, "pod a's cluster queue", func() bool { info, _ := s.Lookup("ml", "a"); return info.Workload == want })
+			// The second LocalQueue is asked for in the version that answered.
+			s.upsert(toAPIPod(newPod("ml", "b", thisNode, map[string]string{queueLabel: "team-b"})))
+			want = Workload{Kind: KindPod, Name: "b", Queue: "team-b", ClusterQueue: "pool-team-b"}
+			poll.Until(t, "pod b's cluster queue", func() bool { info, _ := s.Lookup("ml", "b"); return info.Workload == want })
+			gets := 0
+			for _, v := range []string{"v1beta1", "v1beta2"} {
+				gets += api.count("/apis/kueue.x-k8s.io/" + v + "/namespaces/ml/localqueues/team-b")
+			}
+			if gets != 1 {
+				t.Errorf("LocalQueue team-b fetched %d times, want once", gets)
+			}
+		})
+	}
+}
+
+// TestLocalQueueMissingIsNotUnserved: a LocalQueue the served version
+// lacks is gone (its 404 names it); the other version is not asked.
+func TestLocalQueueMissingIsNotUnserved(t *testing.T) {
+	t.Parallel()
+	api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{}, objects: map[string]any{}, served: map[string]bool{
+		"/apis/kueue.x-k8s.io/v1beta1/": true, "/apis/kueue.x-k8s.io/v1beta2/": true}}
+	s := workloadStore(t, api, prometheus.NewRegistry(), &logBuffer{})
+	s.upsert(toAPIPod(newPod("ml", "a", thisNode, map[string]string{queueLabel: "gone"})))
+	want := Workload{Kind: KindPod, Name: "a", Queue: "gone"}
+	poll.Until(t, "pod a without cluster queue", func() bool { info, _ := s.Lookup("ml", "a"); return info.Workload == want })
+	if n := api.count("/apis/kueue.x-k8s.io/v1beta1/namespaces/ml/localqueues/gone") + api.count("/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues/gone"); n != 1 {
+		t.Errorf("a missing LocalQueue took %d GETs, want 1", n)
+	}
+}
+
 // TestOwnerCacheBounded: however many owners the pods name, the cache
 // holds at most ownerCacheSize, and lookups never wait.
 func TestOwnerCacheBounded(t *testing.T) {
@@ -354,7 +435,8 @@ func TestSlimPodKeepsControllerRef(t *testing.T) {
 
 // TestProbeWorkloadAccess: a 404 naming the probed object means get is
 // allowed (RBAC is checked before the lookup), 403 forbidden, and a 404
-// from the API server's mux (an unserved resource: no Kueue) not served.
+// from the API server's mux (an unserved resource: no JobSet) not served;
+// LocalQueues are allowed where Kueue serves v1beta2 only.
 func TestProbeWorkloadAccess(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -366,6 +448,12 @@ func TestProbeWorkloadAccess(t *testing.T) {
 				Status: metav1.StatusFailure, Reason: reason, Code: int32(code), Details: details})
 		}
 		switch parts[6] {
+		case "localqueues": // Kueue serving v1beta2 only
+			if parts[3] != "v1beta2" {
+				http.NotFound(w, r)
+				return
+			}
+			status(http.StatusNotFound, metav1.StatusReasonNotFound, &metav1.StatusDetails{Name: parts[7], Group: parts[2], Kind: parts[6]})
 		case "replicasets": // the API server's answer for a missing object
 			status(http.StatusNotFound, metav1.StatusReasonNotFound, &metav1.StatusDetails{Name: parts[7], Group: "apps", Kind: "replicasets"})
 		case "jobs":
@@ -383,7 +471,7 @@ func TestProbeWorkloadAccess(t *testing.T) {
 		{Group: "apps", Resource: "replicasets", Allowed: true},
 		{Group: "batch", Resource: "jobs", Forbidden: true},
 		{Group: "jobset.x-k8s.io", Resource: "jobsets", NotServed: true},
-		{Group: "kueue.x-k8s.io", Resource: "localqueues", NotServed: true},
+		{Group: "kueue.x-k8s.io", Resource: "localqueues", Allowed: true},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %+v", got, want)
@@ -400,7 +488,7 @@ func TestProbeWorkloadAccess(t *testing.T) {
 // context.Canceled, though the owners' own context is alive.
 type cancelingGetter struct{ calls atomic.Int32 }
 
-func (g *cancelingGetter) get(context.Context, *resource, string, string) ([]byte, error) {
+func (g *cancelingGetter) get(context.Context, *resource, string, string, string) ([]byte, error) {
 	g.calls.Add(1)
 	return nil, context.Canceled
 }
