@@ -1,0 +1,144 @@
+package podlabels
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
+	"github.com/gpu-exporter/gpu-exporter/tests/kubeapi"
+)
+
+func TestMain(m *testing.M) { os.Exit(kubeapi.Main(m)) }
+
+var (
+	crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	lqs  = func(version string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: version, Resource: "localqueues"}
+	}
+)
+
+// localQueueCRD is Kueue's LocalQueue CRD cut to what the lookup reads:
+// group, names, scope and spec.clusterQueue as kubernetes-sigs/kueue
+// config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml
+// (@ff69552e79ad21652c36caa97038382e55625cf7) declares them, with the
+// versions given as {name: served}, the first one stored. Kueue converts
+// between its versions with a webhook; here the versions' schemas are the
+// same, so the API server's None strategy (apiVersion rewritten) stands in.
+func localQueueCRD(versions [][2]any) map[string]any {
+	schemaOf := map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+		"spec": map[string]any{"type": "object", "properties": map[string]any{"clusterQueue": map[string]any{"type": "string"}}},
+	}}}
+	var vs []any
+	for i, v := range versions {
+		vs = append(vs, map[string]any{"name": v[0], "served": v[1], "storage": i == 0, "schema": schemaOf})
+	}
+	return map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "localqueues.kueue.x-k8s.io"},
+		"spec": map[string]any{"group": "kueue.x-k8s.io", "scope": "Namespaced",
+			"names":    map[string]any{"kind": "LocalQueue", "listKind": "LocalQueueList", "plural": "localqueues", "singular": "localqueue"},
+			"versions": vs}}
+}
+
+// TestLocalQueueVersionsAPIServer reads a LocalQueue's ClusterQueue from a
+// real kube-apiserver whose Kueue CRD serves v1beta1 only (Kueue before
+// v0.15), then, after an upgrade that stops serving v1beta1 (the removal
+// Kueue's CHANGELOG-0.16.md plans), v1beta2 only: the same owners cache
+// follows, and the access probe says allowed both times.
+func TestLocalQueueVersionsAPIServer(t *testing.T) {
+	srv := kubeapi.Shared(t)
+	admin := srv.Admin()
+	ctx := context.Background()
+	const ns = "kueue-versions"
+	srv.CreateNamespace(t, ns)
+	srv.Create(t, crds, localQueueCRD([][2]any{{"v1beta1", true}}))
+	t.Cleanup(func() {
+		_ = kubeapi.Dynamic(t, admin).Resource(crds).Delete(context.Background(), "localqueues.kueue.x-k8s.io", metav1.DeleteOptions{})
+	})
+	// The CRD's handler serves the version once the CRD is established.
+	poll.Until(t, "LocalQueue v1beta1 served", func() bool {
+		_, err := kubeapi.Dynamic(t, admin).Resource(lqs("v1beta1")).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	srv.Create(t, lqs("v1beta1"), map[string]any{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": "team-a", "namespace": ns}, "spec": map[string]any{"clusterQueue": "pool-a"}})
+
+	g, err := newRESTGetter(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version atomic.Uint64
+	o := newOwners(g, slog.New(slog.DiscardHandler), m, &version)
+	// resolve asks for team-a afresh and returns what the server answered.
+	resolve := func() (ownerObject, lookupState) {
+		t.Helper()
+		o.mu.Lock()
+		delete(o.cache, ownerKey{&localQueues, ns, "team-a"})
+		o.mu.Unlock()
+		o.lookup(&localQueues, ns, "team-a")
+		fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		o.fetch(fctx, <-o.queue)
+		return o.lookup(&localQueues, ns, "team-a")
+	}
+	probe := func() Access {
+		t.Helper()
+		access, err := ProbeWorkloadAccess(ctx, admin, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range access {
+			if a.Resource == "localqueues" {
+				return a
+			}
+		}
+		t.Fatal("the probe left out localqueues")
+		return Access{}
+	}
+
+	if lq, state := resolve(); state != stateFound || lq.clusterQueue != "pool-a" {
+		t.Errorf("v1beta1 only: LocalQueue %+v, state %d; want pool-a, found", lq, state)
+	}
+	if a := probe(); !a.Allowed {
+		t.Errorf("v1beta1 only: probe %+v, want allowed", a)
+	}
+
+	// Upgrade: v1beta2 stored and served, v1beta1 kept in the CRD (its
+	// objects are stored in it) but no longer served.
+	crd, err := kubeapi.Dynamic(t, admin).Resource(crds).Get(ctx, "localqueues.kueue.x-k8s.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := localQueueCRD([][2]any{{"v1beta2", true}, {"v1beta1", false}})
+	crd.Object["spec"] = next["spec"]
+	if _, err := kubeapi.Dynamic(t, admin).Resource(crds).Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "LocalQueue v1beta2 served and v1beta1 not", func() bool {
+		_, err1 := kubeapi.Dynamic(t, admin).Resource(lqs("v1beta1")).Namespace(ns).List(ctx, metav1.ListOptions{})
+		_, err2 := kubeapi.Dynamic(t, admin).Resource(lqs("v1beta2")).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err1 != nil && err2 == nil
+	})
+	if lq, state := resolve(); state != stateFound || lq.clusterQueue != "pool-a" {
+		t.Errorf("v1beta2 only: LocalQueue %+v, state %d; want pool-a, found", lq, state)
+	}
+	if a := probe(); !a.Allowed {
+		t.Errorf("v1beta2 only: probe %+v, want allowed", a)
+	}
+	// A LocalQueue that does not exist is gone, not unserved.
+	o.lookup(&localQueues, ns, "missing")
+	o.fetch(ctx, <-o.queue)
+	if _, state := o.lookup(&localQueues, ns, "missing"); state != stateNotFound {
+		t.Errorf("missing LocalQueue: state %d, want not found (%d)", state, stateNotFound)
+	}
+}
