@@ -65,7 +65,7 @@ func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
 	}
 	s := &Static{pods: make(map[podKey]Info, len(pods))}
 	for _, p := range pods {
-		seed := workloadSeed{enabled: true, queue: p.Labels[queueLabel], jobSet: p.Labels[jobSetLabel], lws: p.Labels[lwsLabel]}
+		seed := seedLabels(p.Labels)
 		seed.owner, seed.controlled = p.Owner.owner()
 		info := Info{seed: seed, kai: kaiRoleOf(p.apiPod())}
 		info.Workload, _ = resolveWorkload(p.Namespace, p.Name, seed, lookup)

@@ -24,13 +24,23 @@ import (
 //     @08dfbdfd682714a9ab929633eca8dc95315187e7), never the JobSet's
 //     labels, so the Jobs and pods carry the queue only if a user put it in
 //     the template.
+//   - localQueueLabel and clusterQueueLabel name the LocalQueue and the
+//     ClusterQueue that admitted a pod's workload; Kueue sets them on the
+//     pod templates of the workloads it admits, a JobSet's included, from
+//     v0.17 on (feature AssignQueueLabelsForPods, beta and on by default):
+//     LocalQueueLabel and ClusterQueueLabel in pkg/constants/constants.go,
+//     assignQueueLabels in pkg/controller/jobframework/reconciler.go
+//     (@ff69552e79ad21652c36caa97038382e55625cf7; absent at v0.16.0). The
+//     ClusterQueue label is left out when its name is no valid label value.
 //   - lwsLabel names the LeaderWorkerSet of its pods and StatefulSets:
 //     SetNameLabelKey in kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go
 //     (@024af0845195be26fb4a0847c37d7209849d69da).
 const (
-	queueLabel  = "kueue.x-k8s.io/queue-name"
-	jobSetLabel = "jobset.sigs.k8s.io/jobset-name"
-	lwsLabel    = "leaderworkerset.sigs.k8s.io/name"
+	queueLabel        = "kueue.x-k8s.io/queue-name"
+	localQueueLabel   = "kueue.x-k8s.io/local-queue-name"
+	clusterQueueLabel = "kueue.x-k8s.io/cluster-queue-name"
+	jobSetLabel       = "jobset.sigs.k8s.io/jobset-name"
+	lwsLabel          = "leaderworkerset.sigs.k8s.io/name"
 )
 
 // Kinds a Workload reports besides an owner's own kind, as Kubernetes
@@ -67,9 +77,9 @@ type Owner struct {
 // controlling owner and the labels above. Resolving it may need the
 // owner's own object (resolveWorkload).
 type workloadSeed struct {
-	owner               Owner
-	queue, jobSet, lws  string
-	controlled, enabled bool
+	owner                            Owner
+	queue, clusterQueue, jobSet, lws string
+	controlled, enabled              bool
 }
 
 // controllerOf returns the controlling owner reference in meta, if any.
@@ -87,13 +97,24 @@ func controllerOf(meta *metav1.ObjectMeta) (Owner, bool) {
 
 // seedOf reads a pod's workload seed.
 func seedOf(pod *apiPod) workloadSeed {
-	s := workloadSeed{
-		enabled: true,
-		queue:   validText(pod.Labels[queueLabel]),
-		jobSet:  validText(pod.Labels[jobSetLabel]),
-		lws:     validText(pod.Labels[lwsLabel]),
-	}
+	s := seedLabels(pod.Labels)
 	s.owner, s.controlled = controllerOf(&pod.ObjectMeta)
+	return s
+}
+
+// seedLabels reads the labels of a workload seed: the queue is the one the
+// user set (queueLabel), else the one Kueue set (localQueueLabel).
+func seedLabels(labels map[string]string) workloadSeed {
+	s := workloadSeed{
+		enabled:      true,
+		queue:        validText(labels[queueLabel]),
+		clusterQueue: validText(labels[clusterQueueLabel]),
+		jobSet:       validText(labels[jobSetLabel]),
+		lws:          validText(labels[lwsLabel]),
+	}
+	if s.queue == "" {
+		s.queue = validText(labels[localQueueLabel])
+	}
 	return s
 }
 
@@ -140,8 +161,8 @@ type lookupFunc func(r *resource, namespace, name string) (ownerObject, lookupSt
 // DaemonSet, a custom controller) is the workload as it stands: the
 // exporter reads no other kind.
 //
-// With a queue, the LocalQueue's spec.clusterQueue is the ClusterQueue; it
-// is left out when the LocalQueue may not be read or is gone, so that
+// With a queue, the ClusterQueue is the pod's clusterQueueLabel, else the
+// LocalQueue's spec.clusterQueue; that is left out when the LocalQueue may not be read or is gone, so that
 // missing RBAC on Kueue costs the cluster_queue label only.
 func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc) (Workload, bool) {
 	w := Workload{Queue: seed.queue}
@@ -200,6 +221,11 @@ func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc
 		}
 	}
 	if w.Queue == "" {
+		return w, true
+	}
+	if seed.clusterQueue != "" {
+		// Kueue named the ClusterQueue that admitted the pod.
+		w.ClusterQueue = seed.clusterQueue
 		return w, true
 	}
 	lq, state := lookup(&localQueues, namespace, w.Queue)

@@ -99,6 +99,7 @@ func TestResolveWorkload(t *testing.T) {
 		{"jobset forbidden: no queue", "locked", workloadSeed{owner: jobOwner, controlled: true, jobSet: "locked"}, Workload{Kind: KindJobSet, Name: "locked"}, true},
 		{"jobset failing", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "flaky"}, Workload{}, false},
 		{"jobset pending", "ml", workloadSeed{owner: jobOwner, controlled: true, jobSet: "new"}, Workload{}, false},
+		{"kueue's pod queue labels: no lookup", "other", workloadSeed{owner: jobOwner, controlled: true, jobSet: "pretrain", queue: "team-a", clusterQueue: "gpu-pool"}, Workload{Kind: KindJobSet, Name: "pretrain", Queue: "team-a", ClusterQueue: "gpu-pool"}, true},
 		{"leaderworkerset label", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "StatefulSet", Name: "vllm-0"}, controlled: true, lws: "vllm"}, Workload{Kind: KindLeaderWorkerSet, Name: "vllm"}, true},
 		{"statefulset", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "StatefulSet", Name: "db"}, controlled: true}, Workload{Kind: "StatefulSet", Name: "db"}, true},
 		{"daemonset", "ml", workloadSeed{owner: Owner{Group: "apps", Kind: "DaemonSet", Name: "agent"}, controlled: true}, Workload{Kind: "DaemonSet", Name: "agent"}, true},
@@ -411,6 +412,29 @@ func TestOwnerCacheBounded(t *testing.T) {
 	}
 	if n := len(o.queue); n > ownerQueueSize {
 		t.Errorf("queue holds %d, want at most %d", n, ownerQueueSize)
+	}
+}
+
+// TestSeedQueueLabels: the queue is the pod's kueue.x-k8s.io/queue-name,
+// else the kueue.x-k8s.io/local-queue-name Kueue (v0.17 on) puts on the
+// pods it admits, with kueue.x-k8s.io/cluster-queue-name.
+func TestSeedQueueLabels(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                string
+		labels              map[string]string
+		queue, clusterQueue string
+	}{
+		{"none", nil, "", ""},
+		{"user's label", map[string]string{queueLabel: "a"}, "a", ""},
+		{"kueue's labels", map[string]string{localQueueLabel: "a", clusterQueueLabel: "cq"}, "a", "cq"},
+		{"both: the user's queue", map[string]string{queueLabel: "a", localQueueLabel: "b", clusterQueueLabel: "cq"}, "a", "cq"},
+	} {
+		pod := &apiPod{}
+		pod.Labels = tc.labels
+		if s := seedOf(pod); s.queue != tc.queue || s.clusterQueue != tc.clusterQueue {
+			t.Errorf("%s: seed queue %q cluster queue %q, want %q %q", tc.name, s.queue, s.clusterQueue, tc.queue, tc.clusterQueue)
+		}
 	}
 }
 
