@@ -11,39 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gpu-exporter/gpu-exporter/internal/testutil/poll"
 	"github.com/gpu-exporter/gpu-exporter/tests/kubeapi"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubeapi.Main(m)) }
 
-var (
-	crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	lqs  = func(version string) schema.GroupVersionResource {
-		return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: version, Resource: "localqueues"}
-	}
-)
-
-// localQueueCRD is Kueue's LocalQueue CRD cut to what the lookup reads:
-// group, names, scope and spec.clusterQueue as kubernetes-sigs/kueue
-// config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml
-// (@ff69552e79ad21652c36caa97038382e55625cf7) declares them, with the
-// versions given as {name: served}, the first one stored. Kueue converts
-// between its versions with a webhook; here the versions' schemas are the
-// same, so the API server's None strategy (apiVersion rewritten) stands in.
-func localQueueCRD(versions [][2]any) map[string]any {
-	schemaOf := map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
-		"spec": map[string]any{"type": "object", "properties": map[string]any{"clusterQueue": map[string]any{"type": "string"}}},
-	}}}
-	var vs []any
-	for i, v := range versions {
-		vs = append(vs, map[string]any{"name": v[0], "served": v[1], "storage": i == 0, "schema": schemaOf})
-	}
-	return map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "localqueues.kueue.x-k8s.io"},
-		"spec": map[string]any{"group": "kueue.x-k8s.io", "scope": "Namespaced",
-			"names":    map[string]any{"kind": "LocalQueue", "listKind": "LocalQueueList", "plural": "localqueues", "singular": "localqueue"},
-			"versions": vs}}
+// lqs is Kueue's LocalQueue resource in version.
+func lqs(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: version, Resource: "localqueues"}
 }
 
 // TestLocalQueueVersionsAPIServer reads a LocalQueue's ClusterQueue from a
@@ -57,15 +32,8 @@ func TestLocalQueueVersionsAPIServer(t *testing.T) {
 	ctx := context.Background()
 	const ns = "kueue-versions"
 	srv.CreateNamespace(t, ns)
-	srv.Create(t, crds, localQueueCRD([][2]any{{"v1beta1", true}}))
-	t.Cleanup(func() {
-		_ = kubeapi.Dynamic(t, admin).Resource(crds).Delete(context.Background(), "localqueues.kueue.x-k8s.io", metav1.DeleteOptions{})
-	})
-	// The CRD's handler serves the version once the CRD is established.
-	poll.Until(t, "LocalQueue v1beta1 served", func() bool {
-		_, err := kubeapi.Dynamic(t, admin).Resource(lqs("v1beta1")).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err == nil
-	})
+	srv.Create(t, kubeapi.CRDs, kubeapi.LocalQueueCRD(kubeapi.Version{Name: "v1beta1", Served: true}))
+	srv.WaitServed(t, lqs("v1beta1"), true)
 	srv.Create(t, lqs("v1beta1"), map[string]any{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
 		"metadata": map[string]any{"name": "team-a", "namespace": ns}, "spec": map[string]any{"clusterQueue": "pool-a"}})
 
@@ -115,20 +83,17 @@ func TestLocalQueueVersionsAPIServer(t *testing.T) {
 
 	// Upgrade: v1beta2 stored and served, v1beta1 kept in the CRD (its
 	// objects are stored in it) but no longer served.
-	crd, err := kubeapi.Dynamic(t, admin).Resource(crds).Get(ctx, "localqueues.kueue.x-k8s.io", metav1.GetOptions{})
+	crd, err := kubeapi.Dynamic(t, admin).Resource(kubeapi.CRDs).Get(ctx, "localqueues.kueue.x-k8s.io", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := localQueueCRD([][2]any{{"v1beta2", true}, {"v1beta1", false}})
+	next := kubeapi.LocalQueueCRD(kubeapi.Version{Name: "v1beta2", Served: true}, kubeapi.Version{Name: "v1beta1", Served: false})
 	crd.Object["spec"] = next["spec"]
-	if _, err := kubeapi.Dynamic(t, admin).Resource(crds).Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+	if _, err := kubeapi.Dynamic(t, admin).Resource(kubeapi.CRDs).Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "LocalQueue v1beta2 served and v1beta1 not", func() bool {
-		_, err1 := kubeapi.Dynamic(t, admin).Resource(lqs("v1beta1")).Namespace(ns).List(ctx, metav1.ListOptions{})
-		_, err2 := kubeapi.Dynamic(t, admin).Resource(lqs("v1beta2")).Namespace(ns).List(ctx, metav1.ListOptions{})
-		return err1 != nil && err2 == nil
-	})
+	srv.WaitServed(t, lqs("v1beta2"), true)
+	srv.WaitServed(t, lqs("v1beta1"), false)
 	if lq, state := resolve(); state != stateFound || lq.clusterQueue != "pool-a" {
 		t.Errorf("v1beta2 only: LocalQueue %+v, state %d; want pool-a, found", lq, state)
 	}

@@ -104,7 +104,7 @@ func notServed(err error, name string) bool {
 // neither is served.
 func getServed(ctx context.Context, g getter, r *resource, first, namespace, name string) ([]byte, string, error) {
 	versions := [2]string{r.version, r.fallback}
-	if first == r.fallback {
+	if r.fallback != "" && first == r.fallback {
 		versions[0], versions[1] = versions[1], versions[0]
 	}
 	raw, err := g.get(ctx, r, versions[0], namespace, name)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,6 +134,7 @@ type kubeAPI struct {
 	forbidden map[string]bool
 	served    map[string]bool // "/apis/<group>/<version>/"; nil: all
 	gets      map[string]int
+	malformed []string // paths not of a namespaced object
 }
 
 func (k *kubeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -141,6 +143,9 @@ func (k *kubeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.gets[r.URL.Path]++
 	w.Header().Set("Content-Type", "application/json")
 	parts := strings.Split(r.URL.Path, "/") // /apis/<group>/<version>/namespaces/<ns>/<resource>/<name>
+	if len(parts) != 8 || parts[1] != "apis" || parts[4] != "namespaces" || slices.Contains(parts[1:], "") {
+		k.malformed = append(k.malformed, r.URL.Path)
+	}
 	status := func(code int, reason metav1.StatusReason, msg string) {
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
@@ -210,6 +215,15 @@ func workloadStore(t *testing.T, api http.Handler, reg prometheus.Registerer, lo
 	t.Helper()
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
+	if k, ok := api.(*kubeAPI); ok {
+		t.Cleanup(func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if len(k.malformed) > 0 {
+				t.Errorf("GETs of paths that name no namespaced object: %q", k.malformed)
+			}
+		})
+	}
 	s, err := New(fakePods(newAPIServer(t).client), Config{Node: thisNode, Workloads: true}, newLogger(logs), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -372,6 +386,52 @@ func TestLocalQueueVersions(t *testing.T) {
 				t.Errorf("LocalQueue team-b fetched %d times, want once", gets)
 			}
 		})
+	}
+}
+
+// recordingGetter answers every GET 404 naming the object, or, for the
+// versions in unserved, as for a path the API server does not serve, and
+// records the versions asked.
+type recordingGetter struct {
+	unserved map[string]bool
+	asked    []string
+}
+
+func (g *recordingGetter) get(_ context.Context, r *resource, version, _, name string) ([]byte, error) {
+	g.asked = append(g.asked, version)
+	if g.unserved[version] {
+		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "GET", schema.GroupResource{}, "", "404 page not found", 0, true)
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: r.group, Resource: r.name}, name)
+}
+
+// Regression: a resource without a fallback version was asked for with
+// an empty version first (its empty fallback taken for the version that
+// answered last), a path the real API server refuses with 403.
+func TestGetServedVersions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		r        *resource
+		first    string
+		unserved []string
+		want     []string
+	}{
+		{"no fallback", &replicaSets, "", nil, []string{"v1"}},
+		{"no fallback, not served", &jobSets, "", []string{"v1alpha2"}, []string{"v1alpha2"}},
+		{"served", &localQueues, "", nil, []string{"v1beta2"}},
+		{"fallback", &localQueues, "", []string{"v1beta2"}, []string{"v1beta2", "v1beta1"}},
+		{"fallback answered last", &localQueues, "v1beta1", []string{"v1beta2"}, []string{"v1beta1"}},
+		{"fallback no longer served", &localQueues, "v1beta1", []string{"v1beta1"}, []string{"v1beta1", "v1beta2"}},
+	} {
+		g := &recordingGetter{unserved: map[string]bool{}}
+		for _, v := range tc.unserved {
+			g.unserved[v] = true
+		}
+		_, _, _ = getServed(t.Context(), g, tc.r, tc.first, "ml", "x")
+		if !slices.Equal(g.asked, tc.want) {
+			t.Errorf("%s: versions asked %q, want %q", tc.name, g.asked, tc.want)
+		}
 	}
 }
 
