@@ -107,3 +107,44 @@ func TestLocalQueueVersionsAPIServer(t *testing.T) {
 		t.Errorf("missing LocalQueue: state %d, want not found (%d)", state, stateNotFound)
 	}
 }
+
+// TestJobSetQueueAPIServer resolves a JobSet worker's queue from a real
+// kube-apiserver serving JobSet's CRD: the pod names its JobSet only, the
+// JobSet carries the queue label as Kueue's JobSet guide has it. (The
+// LocalQueue is missing whatever Kueue CRD the server serves, so there is
+// no ClusterQueue: TestLocalQueueVersionsAPIServer reads those.)
+func TestJobSetQueueAPIServer(t *testing.T) {
+	srv := kubeapi.Shared(t)
+	const ns = "kueue-jobset"
+	srv.CreateNamespace(t, ns)
+	jsr := schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	srv.Create(t, kubeapi.CRDs, kubeapi.JobSetCRD())
+	srv.WaitServed(t, jsr, true)
+	srv.Create(t, jsr, map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": map[string]any{"name": "pretrain", "namespace": ns, "labels": map[string]any{queueLabel: "team-a"}},
+		"spec":     map[string]any{"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1)}}}})
+	g, err := newRESTGetter(srv.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version atomic.Uint64
+	o := newOwners(g, slog.New(slog.DiscardHandler), m, &version)
+	seed := workloadSeed{enabled: true, jobSet: "pretrain", owner: Owner{Group: "batch", Kind: KindJob, Name: "pretrain-workers-0"}, controlled: true}
+	var w Workload
+	ok := false
+	for range 5 { // each round answers the owners the last one asked for
+		if w, ok = resolveWorkload(ns, "pretrain-workers-0-0", seed, o.lookup); ok {
+			break
+		}
+		for len(o.queue) > 0 {
+			o.fetch(context.Background(), <-o.queue)
+		}
+	}
+	if want := (Workload{Kind: KindJobSet, Name: "pretrain", Queue: "team-a"}); !ok || w != want {
+		t.Errorf("workload %+v (resolved: %v), want %+v", w, ok, want)
+	}
+}
