@@ -157,13 +157,14 @@ type lookupFunc func(r *resource, namespace, name string) (ownerObject, lookupSt
 // none (Kueue's batch/Job integration reads it from the Job, and the pods
 // of a Job need not carry it). A JobSet's queue, when neither the pod nor
 // its Job carries one, is the JobSet's own label; a JobSet that may not be
-// read (403) or is gone leaves the queue out. Any other controlling owner (StatefulSet,
-// DaemonSet, a custom controller) is the workload as it stands: the
-// exporter reads no other kind.
+// read (403) or is gone leaves the queue out. Any other controlling owner
+// (StatefulSet, DaemonSet, a custom controller) is the workload as it
+// stands: the exporter reads no other kind.
 //
 // With a queue, the ClusterQueue is the pod's clusterQueueLabel, else the
-// LocalQueue's spec.clusterQueue; that is left out when the LocalQueue may not be read or is gone, so that
-// missing RBAC on Kueue costs the cluster_queue label only.
+// LocalQueue's spec.clusterQueue; that is left out when the LocalQueue may
+// not be read or is gone, so that missing RBAC on Kueue costs the
+// cluster_queue label only.
 func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc) (Workload, bool) {
 	w := Workload{Queue: seed.queue}
 	jobSet := false // the workload is a JobSet named by its label
