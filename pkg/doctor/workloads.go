@@ -23,13 +23,13 @@ type WorkloadInfo struct {
 }
 
 // workloadFix is the RBAC the workload resolution needs.
-const workloadFix = "grant the exporter's service account get on replicasets (apps), jobs (batch) and localqueues (kueue.x-k8s.io); the chart does with kubernetes.workloadInfo=true"
+const workloadFix = "grant the exporter's service account get on replicasets (apps), jobs (batch), jobsets (jobset.x-k8s.io) and localqueues (kueue.x-k8s.io); the chart does with kubernetes.workloadInfo=true"
 
 // checkWorkloadInfo asks the API server whether the exporter may read each
 // resource of pod owners (podlabels.ProbeWorkloadAccess) and says which
 // pods gpu_workload_info leaves out without it: pods of ReplicaSets or
-// Jobs when those are forbidden, the cluster_queue label when LocalQueues
-// are.
+// Jobs when those are forbidden, the queue of JobSets that alone carry it
+// when JobSets are, the cluster_queue label when LocalQueues are.
 func checkWorkloadInfo(ctx context.Context, cfg Config) Result {
 	res := Result{Check: CheckWorkloadInfo}
 	switch {
@@ -64,6 +64,10 @@ func checkWorkloadInfo(ctx context.Context, cfg Config) Result {
 		switch {
 		case a.Forbidden && a.Resource == "localqueues":
 			missing = append(missing, name+" forbidden (403): Kueue pods lack cluster_queue")
+		case a.Forbidden && a.Resource == "jobsets":
+			missing = append(missing, name+" forbidden (403): pods of JobSets whose queue label only the JobSet carries lack queue and cluster_queue")
+		case a.NotServed && a.Resource == "jobsets":
+			notes = append(notes, name+" not served (JobSet not installed?)")
 		case a.Forbidden:
 			missing = append(missing, name+" forbidden (403): pods of "+a.Resource+" have no gpu_workload_info")
 		case a.NotServed:
@@ -76,9 +80,9 @@ func checkWorkloadInfo(ctx context.Context, cfg Config) Result {
 	case len(missing) > 0:
 		res.Status, res.Found, res.Fix = Fail, strings.Join(append(missing, notes...), "; "), workloadFix
 	case len(notes) > 0:
-		res.Found = "get allowed on replicasets and jobs; " + strings.Join(notes, "; ")
+		res.Found = "get allowed on the resources served; " + strings.Join(notes, "; ")
 	default:
-		res.Found = "get allowed on replicasets, jobs and localqueues: gpu_workload_info can name every pod's workload and Kueue queues"
+		res.Found = "get allowed on replicasets, jobs, jobsets and localqueues: gpu_workload_info can name every pod's workload and Kueue queues"
 	}
 	return res
 }

@@ -49,7 +49,7 @@ func contains(list []string, s string) bool {
 
 func TestCheckWorkloadInfo(t *testing.T) {
 	t.Parallel()
-	all := []string{"replicasets", "jobs", "localqueues"}
+	all := []string{"replicasets", "jobs", "jobsets", "localqueues"}
 	cases := []struct {
 		name    string
 		node    string
@@ -58,17 +58,24 @@ func TestCheckWorkloadInfo(t *testing.T) {
 		found   []string
 		withFix bool
 	}{
-		{"all allowed", "n1", func(t *testing.T) func() (*rest.Config, error) { return apiServerFor(t, all, nil) }, OK, []string{"get allowed on replicasets, jobs and localqueues"}, false},
+		{"all allowed", "n1", func(t *testing.T) func() (*rest.Config, error) { return apiServerFor(t, all, nil) }, OK, []string{"get allowed on replicasets, jobs, jobsets and localqueues"}, false},
 		{"jobs forbidden", "n1", func(t *testing.T) func() (*rest.Config, error) {
-			return apiServerFor(t, []string{"replicasets", "localqueues"}, []string{"jobs"})
+			return apiServerFor(t, []string{"replicasets", "jobsets", "localqueues"}, []string{"jobs"})
 		}, Fail, []string{"jobs.batch forbidden (403)", "pods of jobs have no gpu_workload_info"}, true},
 		{"localqueues forbidden", "n1", func(t *testing.T) func() (*rest.Config, error) {
-			return apiServerFor(t, []string{"replicasets", "jobs"}, []string{"localqueues"})
+			return apiServerFor(t, []string{"replicasets", "jobs", "jobsets"}, []string{"localqueues"})
 		}, Fail, []string{"localqueues.kueue.x-k8s.io forbidden (403): Kueue pods lack cluster_queue"}, true},
+		{"jobsets forbidden", "n1", func(t *testing.T) func() (*rest.Config, error) {
+			return apiServerFor(t, []string{"replicasets", "jobs", "localqueues"}, []string{"jobsets"})
+		}, Fail, []string{"jobsets.jobset.x-k8s.io forbidden (403)", "lack queue and cluster_queue"}, true},
 		{"no kueue", "n1", func(t *testing.T) func() (*rest.Config, error) {
-			return apiServerFor(t, []string{"replicasets", "jobs"}, nil)
+			return apiServerFor(t, []string{"replicasets", "jobs", "jobsets"}, nil)
 		},
 			OK, []string{"localqueues.kueue.x-k8s.io not served"}, false},
+		{"no jobset", "n1", func(t *testing.T) func() (*rest.Config, error) {
+			return apiServerFor(t, []string{"replicasets", "jobs", "localqueues"}, nil)
+		},
+			OK, []string{"jobsets.jobset.x-k8s.io not served (JobSet not installed?)"}, false},
 		{"no node name", "", func(t *testing.T) func() (*rest.Config, error) { return apiServerFor(t, all, nil) }, Fail, []string{"NODE_NAME"}, true},
 		{"outside a cluster", "n1", func(*testing.T) func() (*rest.Config, error) {
 			return func() (*rest.Config, error) { return nil, errors.New("not in a pod") }

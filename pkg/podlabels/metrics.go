@@ -29,11 +29,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		ownerLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpu_exporter_workload_owner_lookups_total",
-			Help: "GETs of pod owners for gpu_workload_info (--kubernetes.workload-info), by resource (replicasets, jobs, localqueues) and result (found, not_found, forbidden, error).",
+			Help: "GETs of pod owners for gpu_workload_info (--kubernetes.workload-info), by resource (replicasets, jobs, jobsets, localqueues) and result (found, not_found, forbidden, error).",
 		}, []string{"resource", "result"}),
 		ownerForbidden: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpu_exporter_workload_owner_forbidden",
-			Help: "Whether the API server last answered 403 to reading this resource of pod owners (1): gpu_workload_info then leaves out the pods that need it (localqueues: their cluster_queue label).",
+			Help: "Whether the API server last answered 403 to reading this resource of pod owners (1): gpu_workload_info then leaves out the pods that need it (jobsets: the queue only their JobSet carries; localqueues: their cluster_queue label).",
 		}, []string{"resource"}),
 	}
 	if err := selfmetrics.Register(reg, m.collectors()...); err != nil {

@@ -20,25 +20,38 @@ import (
 	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
 )
 
-// resource is a namespaced resource the workload resolution GETs.
+// resource is a namespaced resource the workload resolution GETs, in
+// version or, where the API server does not serve that, in fallback.
 type resource struct {
 	group, version, name string
+	fallback             string
 }
 
 // The resources read, each needing get on it (deployment/helm's
 // workload-reader-rbac.yaml grants exactly these):
 //   - ReplicaSets and Jobs: apps/v1 and batch/v1, the Kubernetes API.
+//   - JobSets: for the Kueue queue label a JobSet alone carries.
 //   - LocalQueues: group kueue.x-k8s.io, resource localqueues, spec.clusterQueue
 //     (kubernetes-sigs/kueue apis/kueue/v1beta1/localqueue_types.go
 //     @01ed66fdddfa757b45d1e9126c34218183ca80fd: LocalQueueSpec.ClusterQueue
-//     `json:"clusterQueue"`, printcolumn .spec.clusterQueue). v1beta1 is the
-//     version every Kueue release serves; releases with v1beta2 serve both
-//     (v1beta1 deprecated, same field: apis/kueue/v1beta2/localqueue_types.go
-//     @02bc146f48b74052ca278517a12e92b1a2ca4c16).
+//     `json:"clusterQueue"`, printcolumn .spec.clusterQueue), the same field
+//     in v1beta2 (apis/kueue/v1beta2/localqueue_types.go
+//     @ff69552e79ad21652c36caa97038382e55625cf7). Kueue's CRD
+//     (config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml) serves
+//     v1beta1 only up to v0.14; v0.15.0 adds v1beta2 (v1beta1 stored);
+//     v0.16.0 stores v1beta2 and deprecates v1beta1, whose reads then go
+//     through Kueue's conversion webhook; v0.19 still serves both, and
+//     CHANGELOG-0.16.md plans to drop v1beta1. So v1beta2 is read first, and
+//     v1beta1 where v1beta2 is not served (a Kueue before v0.15).
 var (
 	replicaSets = resource{group: "apps", version: "v1", name: "replicasets"}
 	jobs        = resource{group: "batch", version: "v1", name: "jobs"}
-	localQueues = resource{group: "kueue.x-k8s.io", version: "v1beta1", name: "localqueues"}
+	localQueues = resource{group: "kueue.x-k8s.io", version: "v1beta2", fallback: "v1beta1", name: "localqueues"}
+	// jobSets: v1alpha2 is the one version JobSet's CRD serves
+	// (kubernetes-sigs/jobset config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml
+	// @08dfbdfd682714a9ab929633eca8dc95315187e7); read for its queue label
+	// only.
+	jobSets = resource{group: "jobset.x-k8s.io", version: "v1alpha2", name: "jobsets"}
 )
 
 // Owner lookups' limits.
@@ -62,10 +75,47 @@ const (
 	ownerMaxBytes = 1 << 20
 )
 
-// getter GETs one object, returning its JSON; errors from the API server
-// are apierrors' status errors.
+// getter GETs one object of r in version, returning its JSON; errors from
+// the API server are apierrors' status errors.
 type getter interface {
-	get(ctx context.Context, r *resource, namespace, name string) ([]byte, error)
+	get(ctx context.Context, r *resource, version, namespace, name string) ([]byte, error)
+}
+
+// notServed reports whether err is the API server's answer to a path it
+// does not serve (a resource, or a version of it, no API group or CRD
+// serves): a 404 that names no object. A missing object's 404 names it
+// (apierrors.NewNotFound); an unserved path's is k8s.io/apiserver's
+// notfoundhandler's plain http.NotFound, which client-go turns into a
+// NotFound status naming nothing (pkg/util/notfoundhandler/not_found_handler.go,
+// k8s.io/apiserver@v0.37.2; apiextensions-apiserver's crdHandler delegates
+// there for a version its CRD does not serve, HasServedCRDVersion in
+// pkg/apiserver/customresource_handler.go).
+func notServed(err error, name string) bool {
+	var st apierrors.APIStatus
+	if !apierrors.IsNotFound(err) {
+		return false
+	}
+	return !errors.As(err, &st) || st.Status().Details == nil || st.Status().Details.Name != name
+}
+
+// getServed GETs an object of r in the version the API server serves: r's
+// own, else its fallback. first is the version to try first (the one that
+// answered last time); it returns the version that answered, "" if
+// neither is served.
+func getServed(ctx context.Context, g getter, r *resource, first, namespace, name string) ([]byte, string, error) {
+	versions := [2]string{r.version, r.fallback}
+	if r.fallback != "" && first == r.fallback {
+		versions[0], versions[1] = versions[1], versions[0]
+	}
+	raw, err := g.get(ctx, r, versions[0], namespace, name)
+	if versions[1] == "" || !notServed(err, name) {
+		return raw, versions[0], err
+	}
+	raw, err = g.get(ctx, r, versions[1], namespace, name)
+	if notServed(err, name) {
+		return raw, "", err
+	}
+	return raw, versions[1], err
 }
 
 // restGetter GETs through client-go's REST client.
@@ -80,7 +130,8 @@ func newRESTGetter(cfg *rest.Config) (*restGetter, error) {
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	c.AcceptContentTypes = runtime.ContentTypeJSON
 	// LocalQueue v1beta1 answers with a deprecation warning header; it is
-	// read on purpose (above), so the warning is noise in the exporter's log.
+	// read only where v1beta2 is not served (above), so the warning is
+	// noise in the exporter's log.
 	c.WarningHandler = rest.NoWarnings{}
 	rc, err := rest.UnversionedRESTClientFor(c)
 	if err != nil {
@@ -89,8 +140,8 @@ func newRESTGetter(cfg *rest.Config) (*restGetter, error) {
 	return &restGetter{rc: rc}, nil
 }
 
-func (g *restGetter) get(ctx context.Context, r *resource, namespace, name string) ([]byte, error) {
-	body, err := g.rc.Get().AbsPath("/apis", r.group, r.version, "namespaces", namespace, r.name, name).Stream(ctx)
+func (g *restGetter) get(ctx context.Context, r *resource, version, namespace, name string) ([]byte, error) {
+	body, err := g.rc.Get().AbsPath("/apis", r.group, version, "namespaces", namespace, r.name, name).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +149,7 @@ func (g *restGetter) get(ctx context.Context, r *resource, namespace, name strin
 	return bounded.ReadAll(ctx, body, ownerMaxBytes)
 }
 
-// apiOwnerObject is the part of a ReplicaSet, Job or LocalQueue the
+// apiOwnerObject is the part of a ReplicaSet, Job, JobSet or LocalQueue the
 // resolution reads.
 type apiOwnerObject struct {
 	Metadata metav1.ObjectMeta `json:"metadata"`
@@ -147,7 +198,8 @@ type owners struct {
 
 	mu        sync.Mutex
 	cache     map[ownerKey]*ownerEntry
-	forbidden map[*resource]bool // logged once each
+	forbidden map[*resource]bool   // logged once each
+	served    map[*resource]string // the version that answered last
 	queue     chan ownerKey
 }
 
@@ -156,6 +208,7 @@ func newOwners(g getter, logger *slog.Logger, m *metrics, version *atomic.Uint64
 		get: g, logger: logger, m: m, version: version, now: time.Now,
 		cache:     map[ownerKey]*ownerEntry{},
 		forbidden: map[*resource]bool{},
+		served:    map[*resource]string{},
 		queue:     make(chan ownerKey, ownerQueueSize),
 	}
 }
@@ -222,9 +275,18 @@ func (o *owners) run(ctx context.Context) {
 
 // fetch GETs one owner and records the answer.
 func (o *owners) fetch(ctx context.Context, key ownerKey) {
+	o.mu.Lock()
+	first := o.served[key.r]
+	o.mu.Unlock()
+	// One deadline for both versions' GETs, where the first is not served.
 	getCtx, cancel := context.WithTimeout(ctx, ownerTimeout)
-	raw, err := o.get.get(getCtx, key.r, key.namespace, key.name)
+	raw, version, err := getServed(getCtx, o.get, key.r, first, key.namespace, key.name)
 	cancel()
+	if version != "" && version != first {
+		o.mu.Lock()
+		o.served[key.r] = version
+		o.mu.Unlock()
+	}
 	var obj ownerObject
 	state := stateFound
 	if err == nil {
@@ -308,10 +370,10 @@ func (o *owners) record(key ownerKey, obj ownerObject, state lookupState, err er
 // Access says whether the exporter may read one resource of pod owners.
 type Access struct {
 	// Group and Resource name it (apps replicasets, batch jobs,
-	// kueue.x-k8s.io localqueues).
+	// jobset.x-k8s.io jobsets, kueue.x-k8s.io localqueues).
 	Group, Resource string
 	// Allowed: get is allowed. Forbidden: 403. NotServed: the API server
-	// does not serve the resource (Kueue not installed, for localqueues).
+	// does not serve the resource (JobSet or Kueue not installed).
 	// Err: any other failure.
 	Allowed, Forbidden, NotServed bool
 	Err                           error
@@ -325,7 +387,8 @@ const probeName = "gpu-exporter-doctor-probe"
 // ProbeWorkloadAccess asks the API server once per resource the workload
 // resolution reads whether the exporter may read it, with a GET of an
 // object that does not exist in namespace: 404 naming the object means
-// allowed, 403 forbidden, a 404 without it that the resource is not served.
+// allowed, 403 forbidden, a 404 without it that the resource is not served
+// (in any version the resolution reads).
 func ProbeWorkloadAccess(ctx context.Context, cfg *rest.Config, namespace string) ([]Access, error) {
 	g, err := newRESTGetter(cfg)
 	if err != nil {
@@ -336,19 +399,18 @@ func ProbeWorkloadAccess(ctx context.Context, cfg *rest.Config, namespace string
 
 func probeAccess(ctx context.Context, g getter, namespace string) []Access {
 	var out []Access
-	for _, r := range []*resource{&replicaSets, &jobs, &localQueues} {
+	for _, r := range []*resource{&replicaSets, &jobs, &jobSets, &localQueues} {
 		a := Access{Group: r.group, Resource: r.name}
-		_, err := g.get(ctx, r, namespace, probeName)
-		var st apierrors.APIStatus
+		_, _, err := getServed(ctx, g, r, "", namespace, probeName)
 		switch {
 		case err == nil:
 			a.Allowed = true
 		case apierrors.IsForbidden(err):
 			a.Forbidden = true
-		case apierrors.IsNotFound(err) && errors.As(err, &st) && st.Status().Details != nil && st.Status().Details.Name == probeName:
-			a.Allowed = true
-		case apierrors.IsNotFound(err):
+		case notServed(err, probeName):
 			a.NotServed = true
+		case apierrors.IsNotFound(err):
+			a.Allowed = true
 		default:
 			a.Err = err
 		}

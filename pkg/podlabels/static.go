@@ -26,10 +26,10 @@ type OwnerRef struct {
 	APIVersion, Kind, Name string
 }
 
-// StaticObject is a ReplicaSet, Job or Kueue LocalQueue given as data: the
-// owners a StaticPod's workload is resolved through.
+// StaticObject is a ReplicaSet, Job, JobSet or Kueue LocalQueue given as
+// data: the owners a StaticPod's workload is resolved through.
 type StaticObject struct {
-	// Kind is ReplicaSet, Job or LocalQueue.
+	// Kind is ReplicaSet, Job, JobSet or LocalQueue.
 	Kind            string
 	Namespace, Name string
 	Owner           *OwnerRef
@@ -48,7 +48,7 @@ type Static struct {
 
 // NewStatic resolves the workloads of pods through objs.
 func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
-	resources := map[string]*resource{"ReplicaSet": &replicaSets, "Job": &jobs, "LocalQueue": &localQueues}
+	resources := map[string]*resource{"ReplicaSet": &replicaSets, "Job": &jobs, "JobSet": &jobSets, "LocalQueue": &localQueues}
 	byKey := map[ownerKey]ownerObject{}
 	for _, o := range objs {
 		r := resources[o.Kind]
@@ -67,7 +67,7 @@ func NewStatic(pods []StaticPod, objs []StaticObject) *Static {
 	}
 	s := &Static{pods: make(map[podKey]Info, len(pods))}
 	for _, p := range pods {
-		seed := workloadSeed{enabled: true, queue: p.Labels[queueLabel], jobSet: p.Labels[jobSetLabel], lws: p.Labels[lwsLabel]}
+		seed := seedLabels(p.Labels)
 		seed.owner, seed.controlled = p.Owner.owner()
 		pod := p.apiPod()
 		info := Info{seed: seed, kai: kaiRoleOf(pod), vgpu: vgpuOf(pod)}

@@ -16,13 +16,31 @@ import (
 //     JobSetNameKey in kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go
 //     (@0336a8fd9fd3ba7a8e5d3e16462138b746e01ec8); labelAndAnnotateObject in
 //     pkg/controllers/jobset_controller.go sets it on "child Jobs and pods".
+//     A JobSet's Kueue queue is the queueLabel on the JobSet itself (Kueue's
+//     site/content/en/docs/tasks/run/jobsets.md, "Queue selection",
+//     @ff69552e79ad21652c36caa97038382e55625cf7); the JobSet controller
+//     builds each child Job's labels from its replicated Job's template
+//     plus its own keys (constructJob, labelAndAnnotateObject,
+//     @08dfbdfd682714a9ab929633eca8dc95315187e7), never the JobSet's
+//     labels, so the Jobs and pods carry the queue only if a user put it in
+//     the template.
+//   - localQueueLabel and clusterQueueLabel name the LocalQueue and the
+//     ClusterQueue that admitted a pod's workload; Kueue sets them on the
+//     pod templates of the workloads it admits, a JobSet's included, from
+//     v0.17 on (feature AssignQueueLabelsForPods, beta and on by default):
+//     LocalQueueLabel and ClusterQueueLabel in pkg/constants/constants.go,
+//     assignQueueLabels in pkg/controller/jobframework/reconciler.go
+//     (@ff69552e79ad21652c36caa97038382e55625cf7; absent at v0.16.0). The
+//     ClusterQueue label is left out when its name is no valid label value.
 //   - lwsLabel names the LeaderWorkerSet of its pods and StatefulSets:
 //     SetNameLabelKey in kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go
 //     (@024af0845195be26fb4a0847c37d7209849d69da).
 const (
-	queueLabel  = "kueue.x-k8s.io/queue-name"
-	jobSetLabel = "jobset.sigs.k8s.io/jobset-name"
-	lwsLabel    = "leaderworkerset.sigs.k8s.io/name"
+	queueLabel        = "kueue.x-k8s.io/queue-name"
+	localQueueLabel   = "kueue.x-k8s.io/local-queue-name"
+	clusterQueueLabel = "kueue.x-k8s.io/cluster-queue-name"
+	jobSetLabel       = "jobset.sigs.k8s.io/jobset-name"
+	lwsLabel          = "leaderworkerset.sigs.k8s.io/name"
 )
 
 // Kinds a Workload reports besides an owner's own kind, as Kubernetes
@@ -59,9 +77,9 @@ type Owner struct {
 // controlling owner and the labels above. Resolving it may need the
 // owner's own object (resolveWorkload).
 type workloadSeed struct {
-	owner               Owner
-	queue, jobSet, lws  string
-	controlled, enabled bool
+	owner                            Owner
+	queue, clusterQueue, jobSet, lws string
+	controlled, enabled              bool
 }
 
 // controllerOf returns the controlling owner reference in meta, if any.
@@ -79,13 +97,24 @@ func controllerOf(meta *metav1.ObjectMeta) (Owner, bool) {
 
 // seedOf reads a pod's workload seed.
 func seedOf(pod *apiPod) workloadSeed {
-	s := workloadSeed{
-		enabled: true,
-		queue:   validText(pod.Labels[queueLabel]),
-		jobSet:  validText(pod.Labels[jobSetLabel]),
-		lws:     validText(pod.Labels[lwsLabel]),
-	}
+	s := seedLabels(pod.Labels)
 	s.owner, s.controlled = controllerOf(&pod.ObjectMeta)
+	return s
+}
+
+// seedLabels reads the labels of a workload seed: the queue is the one the
+// user set (queueLabel), else the one Kueue set (localQueueLabel).
+func seedLabels(labels map[string]string) workloadSeed {
+	s := workloadSeed{
+		enabled:      true,
+		queue:        validText(labels[queueLabel]),
+		clusterQueue: validText(labels[clusterQueueLabel]),
+		jobSet:       validText(labels[jobSetLabel]),
+		lws:          validText(labels[lwsLabel]),
+	}
+	if s.queue == "" {
+		s.queue = validText(labels[localQueueLabel])
+	}
 	return s
 }
 
@@ -126,18 +155,22 @@ type lookupFunc func(r *resource, namespace, name string) (ownerObject, lookupSt
 // own. A Job's is too (a CronJob), and a Job labelled with a JobSet is the
 // JobSet's; the Job's queue label is the workload's queue when the pod has
 // none (Kueue's batch/Job integration reads it from the Job, and the pods
-// of a Job need not carry it). Any other controlling owner (StatefulSet,
-// DaemonSet, a custom controller) is the workload as it stands: the
-// exporter reads no other kind.
+// of a Job need not carry it). A JobSet's queue, when neither the pod nor
+// its Job carries one, is the JobSet's own label; a JobSet that may not be
+// read (403) or is gone leaves the queue out. Any other controlling owner
+// (StatefulSet, DaemonSet, a custom controller) is the workload as it
+// stands: the exporter reads no other kind.
 //
-// With a queue, the LocalQueue's spec.clusterQueue is the ClusterQueue; it
-// is left out when the LocalQueue may not be read or is gone, so that
-// missing RBAC on Kueue costs the cluster_queue label only.
+// With a queue, the ClusterQueue is the pod's clusterQueueLabel, else the
+// LocalQueue's spec.clusterQueue; that is left out when the LocalQueue may
+// not be read or is gone, so that missing RBAC on Kueue costs the
+// cluster_queue label only.
 func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc) (Workload, bool) {
 	w := Workload{Queue: seed.queue}
+	jobSet := false // the workload is a JobSet named by its label
 	switch {
 	case seed.jobSet != "":
-		w.Kind, w.Name = KindJobSet, seed.jobSet
+		w.Kind, w.Name, jobSet = KindJobSet, seed.jobSet, true
 	case seed.lws != "":
 		w.Kind, w.Name = KindLeaderWorkerSet, seed.lws
 	case !seed.controlled, seed.owner.Group == "" && seed.owner.Kind == "Node":
@@ -165,7 +198,7 @@ func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc
 		if state == stateFound {
 			switch {
 			case job.jobSet != "":
-				w.Kind, w.Name = KindJobSet, job.jobSet
+				w.Kind, w.Name, jobSet = KindJobSet, job.jobSet, true
 			case job.controlled:
 				w.Kind, w.Name = job.owner.Kind, job.owner.Name
 			}
@@ -176,7 +209,24 @@ func resolveWorkload(namespace, pod string, seed workloadSeed, lookup lookupFunc
 	default:
 		w.Kind, w.Name = seed.owner.Kind, seed.owner.Name
 	}
+	if jobSet && w.Queue == "" {
+		// Kueue reads a JobSet's queue from the JobSet's own label, and the
+		// JobSet controller copies none of the JobSet's labels to its Jobs
+		// and pods (jobSetLabel's sources above), so neither need carry it.
+		js, state := lookup(&jobSets, namespace, w.Name)
+		switch state {
+		case statePending, stateFailed:
+			return Workload{}, false
+		case stateFound:
+			w.Queue = js.queue
+		}
+	}
 	if w.Queue == "" {
+		return w, true
+	}
+	if seed.clusterQueue != "" {
+		// Kueue named the ClusterQueue that admitted the pod.
+		w.ClusterQueue = seed.clusterQueue
 		return w, true
 	}
 	lq, state := lookup(&localQueues, namespace, w.Queue)

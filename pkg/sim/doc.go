@@ -64,7 +64,8 @@
 //	objects:                      # optional: the pods' owners as the Kubernetes API serves them (gpu_workload_info)
 //	  - {kind: ReplicaSet, namespace: ml, name: web-5d8f7, owner: {kind: Deployment, name: web}}
 //	  - {kind: Job, namespace: ml, name: j-1, owner: {kind: CronJob, name: j}, labels: {kueue.x-k8s.io/queue-name: q}}
-//	  - {kind: LocalQueue, namespace: ml, name: q, clusterQueue: cq}  # kinds: ReplicaSet, Job, LocalQueue
+//	  - {kind: JobSet, namespace: ml, name: js, labels: {kueue.x-k8s.io/queue-name: q}}
+//	  - {kind: LocalQueue, namespace: ml, name: q, clusterQueue: cq}  # kinds: ReplicaSet, Job, JobSet, LocalQueue
 //	host_processes:               # optional: processes outside every pod
 //	  - {pid: 2101, name: Xorg, type: graphics, gpu: 0, memory_mib: 120, sm: 1, cgroup: "0::/system.slice/display-manager.service"}
 //	faults:                       # optional

@@ -55,7 +55,7 @@ type Scenario struct {
 	specs      []map[uint16]*fieldSpec
 	pods       []podTemplate
 	jobs       []jobTemplate
-	// objects are the pods' owners and Kueue LocalQueues (workloads.go).
+	// objects are the pods' owners, JobSets and Kueue LocalQueues (workloads.go).
 	objects  []podlabels.StaticObject
 	outages  []window
 	xids     []xidFault // by time

@@ -73,7 +73,7 @@ func (b *builder) strings(o *object, key string) (map[string]string, error) {
 	return out, nil
 }
 
-// objects reads the scenario's pod owners and Kueue LocalQueues, which the
+// objects reads the scenario's pod owners, JobSets and Kueue LocalQueues, which the
 // simulated node resolves its pods' workloads through (SimulatedPods).
 func (b *builder) objects(n *yaml.Node, p string) error {
 	items, err := b.d.list(n, p)
@@ -97,10 +97,10 @@ func (b *builder) objects(n *yaml.Node, p string) error {
 			return err
 		}
 		switch obj.Kind {
-		case "ReplicaSet", "Job", "LocalQueue":
+		case "ReplicaSet", "Job", "JobSet", "LocalQueue":
 		default:
 			kn, kp := o.at("kind")
-			return b.d.errf(resolve(kn), kp, "kind %q: want ReplicaSet, Job or LocalQueue (the objects the exporter reads)", obj.Kind)
+			return b.d.errf(resolve(kn), kp, "kind %q: want ReplicaSet, Job, JobSet or LocalQueue (the objects the exporter reads)", obj.Kind)
 		}
 		if obj.Namespace, err = o.str("namespace"); err != nil {
 			return err

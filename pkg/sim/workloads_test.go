@@ -27,6 +27,11 @@ pods:
     labels: {leaderworkerset.sigs.k8s.io/name: vllm, kueue.x-k8s.io/queue-name: gone-queue}
     containers: [{name: main}]
   - namespace: ml
+    name: trainer-0
+    owner: {kind: Job, name: pretrain-workers-0}
+    labels: {jobset.sigs.k8s.io/jobset-name: pretrain}
+    containers: [{name: main}]
+  - namespace: ml
     name: custom-0
     owner: {apiVersion: ray.io/v1, kind: RayCluster, name: ray}
     containers: [{name: main}]
@@ -34,6 +39,7 @@ objects:
   - {kind: ReplicaSet, namespace: ml, name: serve-abc, owner: {kind: Deployment, name: serve}}
   - {kind: Job, namespace: ml, name: batch-1, owner: {kind: CronJob, name: batch}, labels: {kueue.x-k8s.io/queue-name: q}}
   - {kind: LocalQueue, namespace: ml, name: q, clusterQueue: cq}
+  - {kind: JobSet, namespace: ml, name: pretrain, labels: {kueue.x-k8s.io/queue-name: q}}
 `
 
 // A scenario's owners and LocalQueues resolve its pods' workloads as the
@@ -54,6 +60,8 @@ func TestSimulatedPods(t *testing.T) {
 		"batch-0":  {Kind: "CronJob", Name: "batch", Queue: "q", ClusterQueue: "cq"},
 		"lws-0":    {Kind: "LeaderWorkerSet", Name: "vllm", Queue: "gone-queue"},
 		"custom-0": {Kind: "RayCluster", Name: "ray"},
+		// The queue only the JobSet carries, as Kueue's JobSet integration has it.
+		"trainer-0": {Kind: "JobSet", Name: "pretrain", Queue: "q", ClusterQueue: "cq"},
 	}
 	for pod, w := range want {
 		info, ok := pods.Lookup("ml", pod)
@@ -79,7 +87,7 @@ func TestWorkloadScenarioErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"unknown kind without apiVersion", head + "pods:\n  - {namespace: a, name: b, owner: {kind: RayCluster, name: r}, containers: [{name: c}]}\n", `owner kind "RayCluster" needs an apiVersion`},
 		{"owner without name", head + "pods:\n  - {namespace: a, name: b, owner: {kind: Job}, containers: [{name: c}]}\n", "name"},
-		{"object of a kind not read", head + "objects:\n  - {kind: Deployment, namespace: a, name: d}\n", `kind "Deployment": want ReplicaSet, Job or LocalQueue`},
+		{"object of a kind not read", head + "objects:\n  - {kind: Deployment, namespace: a, name: d}\n", `kind "Deployment": want ReplicaSet, Job, JobSet or LocalQueue`},
 		{"label not a string", head + "pods:\n  - {namespace: a, name: b, labels: {x: [1]}, containers: [{name: c}]}\n", "labels.x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

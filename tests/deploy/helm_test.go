@@ -491,8 +491,8 @@ func checkPodReader(t *testing.T, objs []object, want bool) {
 }
 
 // checkWorkloadReader asserts the workload-reader ClusterRole and its
-// binding exist exactly when want, with get (only) on replicasets, jobs
-// and Kueue's localqueues.
+// binding exist exactly when want, with get (only) on replicasets, jobs,
+// JobSet's jobsets and Kueue's localqueues.
 func checkWorkloadReader(t *testing.T, objs []object, want bool) {
 	t.Helper()
 	role, binding := clusterRole(t, objs, "workload-reader", want)
@@ -506,7 +506,7 @@ func checkWorkloadReader(t *testing.T, objs []object, want bool) {
 		}
 		got = append(got, strings.Join(stringList(r, "apiGroups"), ",")+"/"+strings.Join(stringList(r, "resources"), ","))
 	}
-	if w := []string{"apps/replicasets", "batch/jobs", "kueue.x-k8s.io/localqueues"}; !reflect.DeepEqual(got, w) {
+	if w := []string{"apps/replicasets", "batch/jobs", "jobset.x-k8s.io/jobsets", "kueue.x-k8s.io/localqueues"}; !reflect.DeepEqual(got, w) {
 		t.Errorf("workload-reader grants %v, want %v", got, w)
 	}
 	if get(binding, "subjects", 0, "name") != "gpu-gpu-exporter" || get(binding, "subjects", 0, "namespace") != "monitoring" {
