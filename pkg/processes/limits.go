@@ -190,7 +190,11 @@ func (l *Limits) cudaOrdinal(uuid string) (int, bool) {
 // limits the memory the client can allocate on each device it names, a
 // comma-separated list of <device ordinal>=<limit>, the limit a number
 // with a unit: the guide's example is "0=1G,1=512MB" (1 GB on device 0,
-// 512 MB on device 1); without it there is no client limit.
+// 512 MB on device 1); without it there is no client limit. The guide
+// names no other form. Its units are read as powers of 1024 (K, M, G,
+// with or without B): public walkthroughs show a client given "0=1G"
+// (and the daemon's 2G, 4G) left 1024 (2048, 4096) MiB less the same
+// context, not 10^9 bytes.
 //
 // HAMi: its device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i>="<MiB>m" per
 // allocated device and CUDA_DEVICE_SM_LIMIT="<percent>"

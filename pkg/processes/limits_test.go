@@ -194,3 +194,22 @@ func TestAccountantPerDeviceLimits(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseEnviron: any environment parses without panicking, and what
+// it gives a device is a limit: an SM share and a memory share within
+// 0-1, a mechanism when any is set.
+func FuzzParseEnviron(f *testing.F) {
+	f.Add([]byte("NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b\x00CUDA_VISIBLE_DEVICES=GPU-b,GPU-a\x00CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB\x00"), "GPU-a")
+	f.Add([]byte("CUDA_DEVICE_MEMORY_LIMIT_15=1g\x00CUDA_DEVICE_SM_LIMIT_3=20\x00CUDA_DEVICE_MEMORY_LIMIT=3000m\x00"), "GPU-x")
+	f.Add([]byte("NVIDIA_VISIBLE_DEVICES=MIG-c1\x00GPU_PORTION=0.25\x00RUNAI_NUM_OF_GPUS=0.25"), "MIG-c1")
+	f.Fuzz(func(t *testing.T, env []byte, dev string) {
+		l := ParseEnviron(env)
+		mem, sm := l.ForDevice(dev)
+		if sm < 0 || sm > 1 || !(l.MemoryShare >= 0 && l.MemoryShare <= 1) {
+			t.Errorf("sm %g share %g out of 0-1", sm, l.MemoryShare)
+		}
+		if (mem != 0 || sm != 0 || l.MemoryShare != 0) && !l.Known() {
+			t.Errorf("limits %d %g %g without a mechanism", mem, sm, l.MemoryShare)
+		}
+	})
+}
