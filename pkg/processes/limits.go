@@ -118,15 +118,16 @@ func (l *Limits) Known() bool { return l.Mechanism != MechanismNone }
 //
 // Otherwise an ordinal's limit applies when the container sees one GPU
 // (NVIDIA_VISIBLE_DEVICES lists one: it is ordinal 0), and when every
-// ordinal the container has (0 to NVIDIA_VISIBLE_DEVICES' count - 1)
-// has the same limit, own or for all devices: then it is that device's
-// whatever its ordinal. Where the ordinals' limits differ, the device's
-// limit is unknown and 0 is returned.
+// ordinal the container has (0 to NVIDIA_VISIBLE_DEVICES' count - 1;
+// every ordinal when it does not list them) has the same limit, its own
+// or the one for all devices: then it is that device's whatever its
+// ordinal. Where the ordinals' limits differ, the device's limit is
+// unknown and 0 is returned.
 func (l *Limits) ForDevice(uuid string) (memory uint64, sm float64) {
 	if i, ok := l.cudaOrdinal(uuid); ok && l.Mechanism == MechanismMPS {
 		return l.memoryOf(i), l.smOf(i)
 	}
-	return uniform(l, l.memoryOf), uniform(l, l.smOf)
+	return uniform(l, l.memoryOf, l.AllMemoryBytes), uniform(l, l.smOf, l.AllSM)
 }
 
 func (l *Limits) memoryOf(i int) uint64 {
@@ -143,19 +144,20 @@ func (l *Limits) smOf(i int) float64 {
 	return l.AllSM
 }
 
-// uniform returns the limit every ordinal of the container has, or 0 when
-// they differ or are not all known. With the number of ordinals unknown
-// (NVIDIA_VISIBLE_DEVICES "all" or unset) every ordinal kept is looked
-// at: those without a limit of their own have the one for all devices.
-func uniform[T uint64 | float64](l *Limits, of func(int) T) T {
+// uniform returns the limit every ordinal of the container has (of(i)),
+// or 0 when they differ or are not all known. With the number of ordinals
+// unknown (NVIDIA_VISIBLE_DEVICES "all" or unset) or beyond the ordinals
+// kept, the ordinals past those kept have all, the limit for every
+// device, and so must the kept ones.
+func uniform[T uint64 | float64](l *Limits, of func(int) T, all T) T {
 	n := l.Visible
+	v := of(0)
 	if n == 0 || n > maxLocalDevices {
-		n = maxLocalDevices
-		if l.unplaced {
+		if l.unplaced || v != all {
 			return 0
 		}
+		n = maxLocalDevices
 	}
-	v := of(0)
 	for i := 1; i < n; i++ {
 		if of(i) != v {
 			return 0

@@ -50,6 +50,14 @@ func TestParseEnviron(t *testing.T) {
 		// HAMi-core reads ordinals up to 15: one past the kept eight makes
 		// the others' agreement unknowable.
 		{"hami ordinal 9", environ("CUDA_DEVICE_MEMORY_LIMIT=1g", "CUDA_DEVICE_MEMORY_LIMIT_9=2g"), "", MechanismHAMi, 0, 0, 0, 0},
+		// Ten GPUs, the eight kept ordinals alike: ordinals 8 and 9 have
+		// the limit for all devices, which differs.
+		{"hami ten GPUs, eight own limits", environ("NVIDIA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9", "CUDA_DEVICE_MEMORY_LIMIT=1g",
+			"CUDA_DEVICE_MEMORY_LIMIT_0=2g", "CUDA_DEVICE_MEMORY_LIMIT_1=2g", "CUDA_DEVICE_MEMORY_LIMIT_2=2g", "CUDA_DEVICE_MEMORY_LIMIT_3=2g",
+			"CUDA_DEVICE_MEMORY_LIMIT_4=2g", "CUDA_DEVICE_MEMORY_LIMIT_5=2g", "CUDA_DEVICE_MEMORY_LIMIT_6=2g", "CUDA_DEVICE_MEMORY_LIMIT_7=2g"), "", MechanismHAMi, 0, 0, 0, 10},
+		{"hami eight GPUs, eight own limits", environ("NVIDIA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "CUDA_DEVICE_MEMORY_LIMIT=1g",
+			"CUDA_DEVICE_MEMORY_LIMIT_0=2g", "CUDA_DEVICE_MEMORY_LIMIT_1=2g", "CUDA_DEVICE_MEMORY_LIMIT_2=2g", "CUDA_DEVICE_MEMORY_LIMIT_3=2g",
+			"CUDA_DEVICE_MEMORY_LIMIT_4=2g", "CUDA_DEVICE_MEMORY_LIMIT_5=2g", "CUDA_DEVICE_MEMORY_LIMIT_6=2g", "CUDA_DEVICE_MEMORY_LIMIT_7=2g"), "", MechanismHAMi, 2 * gib, 0, 0, 8},
 		{"hami ordinal 9 of ten listed GPUs", environ("NVIDIA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9", "CUDA_DEVICE_MEMORY_LIMIT=1g", "CUDA_DEVICE_MEMORY_LIMIT_9=2g"), "", MechanismHAMi, 0, 0, 0, 10},
 		{"mps", environ("NVIDIA_VISIBLE_DEVICES=GPU-1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB"), "", MechanismMPS, gib, 0.25, 0, 1},
 		{"mps MB", environ("NVIDIA_VISIBLE_DEVICES=GPU-1", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=512MB"), "", MechanismMPS, 512 * mib, 0, 0, 1},
