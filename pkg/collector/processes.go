@@ -170,7 +170,7 @@ func usageRow(entity int, totalMemory uint64, util bool, u processes.Usage) expo
 // instance's where NVML lists them on one. A share with the total memory
 // unknown (0) gives no limit, so no series. Whole bytes, rounded down.
 func memoryLimit(u processes.Usage, totalMemory uint64) float64 {
-	if u.MemoryLimitBytes > 0 || u.MemoryShare <= 0 {
+	if u.MemoryLimitBytes > 0 {
 		return float64(u.MemoryLimitBytes)
 	}
 	return math.Floor(u.MemoryShare * float64(totalMemory))

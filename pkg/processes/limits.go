@@ -173,11 +173,8 @@ func (l *Limits) cudaOrdinal(uuid string) (int, bool) {
 		return 0, false
 	}
 	for i, id := range l.CUDAVisible {
-		if i >= maxLocalDevices {
-			break
-		}
 		if strings.HasPrefix(uuid, id) {
-			return i, true
+			return i, i < maxLocalDevices
 		}
 	}
 	return 0, false
@@ -252,6 +249,7 @@ const (
 func ParseEnviron(b []byte) Limits {
 	var mps, hami Limits
 	var portion, portionBC float64
+	var hasPortion, hasPortionBC bool
 	visible := 0
 	var cudaVisible []string
 	for len(b) > 0 {
@@ -275,9 +273,9 @@ func ParseEnviron(b []byte) Limits {
 		case key == envCUDAVisible:
 			cudaVisible = visibleUUIDs(val)
 		case key == envKAIPortion:
-			portion = parsePortion(val)
+			portion, hasPortion = parsePortion(val)
 		case key == envKAIPortionBC:
-			portionBC = parsePortion(val)
+			portionBC, hasPortionBC = parsePortion(val)
 		case key == envMPSThreads:
 			if v, err := strconv.ParseFloat(val, 64); err == nil && v > 0 && v <= 100 {
 				mps.AllSM, mps.Mechanism = v/100, MechanismMPS
@@ -310,9 +308,9 @@ func ParseEnviron(b []byte) Limits {
 		out = hami
 	case mps.Known():
 		out = mps
-	case portion > 0:
+	case hasPortion:
 		out.Mechanism, out.MemoryShare = MechanismKAI, portion
-	case portionBC > 0:
+	case hasPortionBC:
 		out.Mechanism, out.MemoryShare = MechanismKAI, portionBC
 	}
 	out.Visible, out.CUDAVisible = visible, cudaVisible
@@ -337,21 +335,18 @@ func (l *Limits) setOrdinal(s string, set func(int)) {
 }
 
 // parsePortion reads KAI's GPU_PORTION, a share of each device's memory
-// in (0, 1]; 0 when it is not one.
-func parsePortion(s string) float64 {
+// in (0, 1].
+func parsePortion(s string) (float64, bool) {
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(v > 0 && v <= 1) {
-		return 0
-	}
-	return v
+	return v, err == nil && v > 0 && v <= 1
 }
 
 // visibleUUIDs returns the entries of CUDA_VISIBLE_DEVICES when every one
 // is a GPU or MIG device UUID or a prefix of one (CUDA accepts "enough
 // digits from the beginning of the GPU UUID"); nil when any is an index,
-// the legacy "MIG-GPU-…/gi/ci" form, or the list is empty or too long.
+// the legacy "MIG-GPU-…/gi/ci" form, or the list is empty.
 func visibleUUIDs(v string) []string {
-	if v == "" || strings.Count(v, ",") >= maxLocalDevices {
+	if v == "" {
 		return nil
 	}
 	var out []string

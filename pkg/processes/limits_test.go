@@ -58,13 +58,18 @@ func TestParseEnviron(t *testing.T) {
 		{"hami eight GPUs, eight own limits", environ("NVIDIA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "CUDA_DEVICE_MEMORY_LIMIT=1g",
 			"CUDA_DEVICE_MEMORY_LIMIT_0=2g", "CUDA_DEVICE_MEMORY_LIMIT_1=2g", "CUDA_DEVICE_MEMORY_LIMIT_2=2g", "CUDA_DEVICE_MEMORY_LIMIT_3=2g",
 			"CUDA_DEVICE_MEMORY_LIMIT_4=2g", "CUDA_DEVICE_MEMORY_LIMIT_5=2g", "CUDA_DEVICE_MEMORY_LIMIT_6=2g", "CUDA_DEVICE_MEMORY_LIMIT_7=2g"), "", MechanismHAMi, 2 * gib, 0, 0, 8},
-		{"hami ordinal 9 of ten listed GPUs", environ("NVIDIA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9", "CUDA_DEVICE_MEMORY_LIMIT=1g", "CUDA_DEVICE_MEMORY_LIMIT_9=2g"), "", MechanismHAMi, 0, 0, 0, 10},
+		{"hami ordinal 8 of ten listed GPUs", environ("NVIDIA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8,9", "CUDA_DEVICE_MEMORY_LIMIT=1g", "CUDA_DEVICE_MEMORY_LIMIT_8=2g"), "", MechanismHAMi, 0, 0, 0, 10},
 		{"mps", environ("NVIDIA_VISIBLE_DEVICES=GPU-1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB"), "", MechanismMPS, gib, 0.25, 0, 1},
 		{"mps MB", environ("NVIDIA_VISIBLE_DEVICES=GPU-1", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=512MB"), "", MechanismMPS, 512 * mib, 0, 0, 1},
 		// MPS ordinals are CUDA's: CUDA_VISIBLE_DEVICES' UUIDs in order
 		// place them, an abbreviated UUID too.
 		{"mps ordinal placed by CUDA_VISIBLE_DEVICES", environ("NVIDIA_VISIBLE_DEVICES="+devA+","+devB, "CUDA_VISIBLE_DEVICES="+devB+","+devA, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB"), devA, MechanismMPS, 512 * mib, 0, 0, 2},
 		{"mps ordinal 0 placed by an abbreviated UUID", environ("CUDA_VISIBLE_DEVICES=GPU-2c1c7e4a,"+devA, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB"), devB, MechanismMPS, gib, 0, 0, 0},
+		// Ordinals past the eight kept, and "GPU-" (a prefix of every
+		// UUID), place nothing.
+		{"mps ordinal 8 by CUDA_VISIBLE_DEVICES", environ("CUDA_VISIBLE_DEVICES=GPU-0,GPU-1,GPU-2,GPU-3,GPU-4,GPU-5,GPU-6,GPU-7,"+devA, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G"), devA, MechanismMPS, 0, 0, 0, 0},
+		{"mps ordinal 8", environ("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=8=1G"), "", MechanismMPS, 0, 0, 0, 0},
+		{"mps GPU- is no UUID", environ("CUDA_VISIBLE_DEVICES=GPU-,"+devA, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512M"), devA, MechanismMPS, 0, 0, 0, 0},
 		{"mps ordinals by index are not placed", environ("NVIDIA_VISIBLE_DEVICES="+devA+","+devB, "CUDA_VISIBLE_DEVICES=1,0", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB"), devA, MechanismMPS, 0, 0, 0, 2},
 		{"mps two GPUs in NVIDIA_VISIBLE_DEVICES order are not placed", environ("NVIDIA_VISIBLE_DEVICES="+devA+","+devB, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1G,1=512MB"), devB, MechanismMPS, 0, 0, 0, 2},
 		{"mps two GPUs, same limit each", environ("NVIDIA_VISIBLE_DEVICES="+devA+","+devB, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2G,1=2048M"), devB, MechanismMPS, 2 * gib, 0, 0, 2},
@@ -72,6 +77,7 @@ func TestParseEnviron(t *testing.T) {
 		{"kai fraction", environ("NVIDIA_VISIBLE_DEVICES="+devA, "RUNAI_NUM_OF_GPUS=0.50", "GPU_PORTION=0.50"), "", MechanismKAI, 0, 0, 0.5, 1},
 		// A fraction of several devices: GPU_PORTION is each one's share.
 		{"kai fraction of two GPUs", environ("NVIDIA_VISIBLE_DEVICES="+devA+","+devB, "GPU_PORTION=0.25"), devB, MechanismKAI, 0, 0, 0.25, 2},
+		{"kai whole GPU", environ("NVIDIA_VISIBLE_DEVICES="+devA, "GPU_PORTION=1.00"), "", MechanismKAI, 0, 0, 1, 1},
 		{"kai before v0.7.6", environ("NVIDIA_VISIBLE_DEVICES="+devA, "RUNAI_NUM_OF_GPUS=0.30"), "", MechanismKAI, 0, 0, 0.3, 1},
 		{"kai GPU_PORTION wins", environ("RUNAI_NUM_OF_GPUS=0.30", "GPU_PORTION=0.40"), "", MechanismKAI, 0, 0, 0.4, 0},
 		{"kai CDI device names", environ("NVIDIA_VISIBLE_DEVICES=k8s.device-plugin.nvidia.com/gpu="+devA, "GPU_PORTION=0.75"), "", MechanismKAI, 0, 0, 0.75, 1},
