@@ -191,9 +191,10 @@ func (l *Limits) cudaOrdinal(uuid string) (int, bool) {
 // with a unit: the guide's example is "0=1G,1=512MB" (1 GB on device 0,
 // 512 MB on device 1); without it there is no client limit. The guide
 // names no other form. Its units are read as powers of 1024 (K, M, G,
-// with or without B): public walkthroughs show a client given "0=1G"
-// (and the daemon's 2G, 4G) left 1024 (2048, 4096) MiB less the same
-// context, not 10^9 bytes.
+// with or without B): a public MPS walkthrough ("Multi-Process Service
+// control GPU hardware resources") shows a client given "0=1G" (and the
+// daemon's 2G, 4G) left 1024 (2048, 4096) MiB less the same context, not
+// 10^9 bytes.
 //
 // HAMi: its device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i>="<MiB>m" per
 // allocated device and CUDA_DEVICE_SM_LIMIT="<percent>"
@@ -205,7 +206,8 @@ func (l *Limits) cudaOrdinal(uuid string) (int, bool) {
 // (Project-HAMi/HAMi-core 8f3a89c6,
 // src/multiprocess/multiprocess_memory_limit.c, get_limit_from_env,
 // do_init_device_memory_limits, do_init_device_sm_limits). KAI
-// Scheduler's opt-in hamicore binder plugin (v0.16.0+) sets
+// Scheduler's opt-in hamicore binder plugin (CHANGELOG.md: v0.16.0; its
+// docs/gpu-sharing/hami/README.md asks for v0.17.0) sets
 // CUDA_DEVICE_MEMORY_LIMIT="<MiB>m" on a fraction container for
 // HAMi-core to enforce (kai-scheduler/KAI-Scheduler d5bc503a,
 // pkg/binder/plugins/hamicore/hami_core.go): that process is HAMi's.
