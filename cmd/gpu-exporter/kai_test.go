@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"testing"
@@ -9,7 +10,8 @@ import (
 // TestKAIDemoShowsWorkloadPods: `make demo SCENARIO=kai` attributes the
 // GPU KAI Scheduler's reservation pod holds to its group's fractional
 // containers, shared, and leaves a lone reservation pod the holder of its
-// GPU (issue 36's acceptance, through the simulated kubelet and API).
+// GPU (issue 36's acceptance, through the simulated kubelet and API), and
+// exports the memory share KAI gave each fractional container.
 func TestKAIDemoShowsWorkloadPods(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
@@ -30,6 +32,17 @@ func TestKAIDemoShowsWorkloadPods(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("GPU %s held by %v, want %v; log:\n%s", gpu, got, want, stderr.String())
 		}
+	}
+	// What KAI gave each fractional container of GPU 0's 81920 MiB
+	// (GPU_PORTION in their processes' environment), beside what they use.
+	limits := map[string]float64{}
+	for _, m := range fams["gpu_container_memory_limit_bytes"].GetMetric() {
+		if l := labels(m); l["mechanism"] == "kai" && l["gpu"] == "0" {
+			limits[l["pod"]] = m.GetGauge().GetValue()
+		}
+	}
+	if want := map[string]float64{"frac-train": 0.5 * 81920 << 20, "frac-notebook": 0.25 * 81920 << 20}; !maps.Equal(limits, want) {
+		t.Errorf("kai memory limits %v, want %v", limits, want)
 	}
 	if code := stop(); code != 0 {
 		t.Errorf("exit code %d", code)

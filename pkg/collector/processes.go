@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
@@ -83,12 +84,12 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 			c.energy.Split(d, s.Fields[energy].Scaled(joules), ok)
 		}
 		for _, u := range d.Containers {
-			row := usageRow(entity, d.Utilization, u)
+			row := usageRow(entity, inv.Entities[entity].MemoryBytes, d.Utilization, u)
 			row.EnergyJoules, row.EnergyKnown = u.EnergyJoules, d.EnergyKnown
 			containers = append(containers, row)
 		}
 		for _, u := range d.Processes {
-			procs = append(procs, usageRow(entity, d.Utilization, u))
+			procs = append(procs, usageRow(entity, inv.Entities[entity].MemoryBytes, d.Utilization, u))
 		}
 		if d.OrphansKnown || d.EnergyKnown {
 			devices = append(devices, deviceRow(entity, d))
@@ -151,11 +152,26 @@ func (c *Collector) logProcessFailure(err error) {
 	}
 }
 
-func usageRow(entity int, util bool, u processes.Usage) exposition.ContainerUsage {
+// usageRow is the row of u on entity, whose total memory is totalMemory
+// (0 when unknown).
+func usageRow(entity int, totalMemory uint64, util bool, u processes.Usage) exposition.ContainerUsage {
 	return exposition.ContainerUsage{
 		Entity: entity, Namespace: u.Namespace, Pod: u.Pod, Container: u.Container,
 		PodUID: u.PodUID, ContainerID: u.ContainerID, PID: u.PID, Processes: u.Processes,
 		Utilization: u.SM, UtilizationKnown: util, MemoryBytes: float64(u.MemoryBytes), MemoryKnown: u.MemoryKnown,
-		Mechanism: u.Mechanism.String(), MemoryLimitBytes: float64(u.MemoryLimitBytes), SMLimit: u.SMLimit,
+		Mechanism: u.Mechanism.String(), MemoryLimitBytes: memoryLimit(u, totalMemory), SMLimit: u.SMLimit,
 	}
+}
+
+// memoryLimit is the device memory a mechanism gave u in bytes: its limit
+// in bytes, else its share of the device's memory (KAI's GPU_PORTION, a
+// share of each device the container was given) of totalMemory: the
+// memory of the device the processes run on, the GPU's, or the MIG
+// instance's where NVML lists them on one. A share with the total memory
+// unknown (0) gives no limit, so no series. Whole bytes, rounded down.
+func memoryLimit(u processes.Usage, totalMemory uint64) float64 {
+	if u.MemoryLimitBytes > 0 {
+		return float64(u.MemoryLimitBytes)
+	}
+	return math.Floor(u.MemoryShare * float64(totalMemory))
 }

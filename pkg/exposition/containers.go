@@ -33,9 +33,9 @@ type ContainerUsage struct {
 	// counter, when EnergyKnown (container rows only; accounting.go).
 	EnergyJoules float64
 	EnergyKnown  bool
-	// Mechanism names the sharing mechanism ("mps", "hami") that gave the
-	// container MemoryLimitBytes and SMLimit of the entity (0: none of
-	// that kind); empty when none did (container rows only).
+	// Mechanism names the sharing mechanism ("mps", "hami", "kai") that
+	// gave the container MemoryLimitBytes and SMLimit of the entity (0:
+	// none of that kind); empty when none did (container rows only).
 	Mechanism        string
 	MemoryLimitBytes float64
 	SMLimit          float64
@@ -94,7 +94,7 @@ var (
 	// Input.Containers with a mechanism's memory limit.
 	containerMemoryLimitFamily = Family{
 		Name: "gpu_container_memory_limit_bytes", Type: fields.Gauge, Naming: NamingPrometheus,
-		Help:   "Device memory the sharing mechanism gave the container's processes on the GPU, beside gpu_container_memory_used_bytes: mechanism=\"mps\" from CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, mechanism=\"hami\" from HAMi's CUDA_DEVICE_MEMORY_LIMIT(_<i>), read from the environment each process started with. Only where a limit is set, with per-process accounting.",
+		Help:   "Device memory the sharing mechanism gave the container's processes on the GPU or MIG instance, beside gpu_container_memory_used_bytes: mechanism=\"mps\" from CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, mechanism=\"hami\" from HAMi's CUDA_DEVICE_MEMORY_LIMIT(_<i>), mechanism=\"kai\" from KAI Scheduler's GPU_PORTION times the device's total memory (a share KAI schedules by and does not enforce), read from the environment each process started with. Only where a limit is set and known for the device, with per-process accounting.",
 		Labels: append(append([]string(nil), usageLabelNames...), "mechanism"), Optional: usageOptional,
 		render: func(p *pageWriter, in Input, f family) {
 			for i, l := range p.usageLabels(in) {

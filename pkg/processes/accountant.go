@@ -108,14 +108,18 @@ type Usage struct {
 	// first had one (EnergySplitter), in container rows when the device's
 	// EnergyKnown.
 	EnergyJoules float64
-	// Mechanism is the sharing mechanism that limits them (MPS, HAMi), or
-	// MechanismNone; MemoryLimitBytes and SMLimit are what it gave them
-	// of the device (0: no limit of that kind). A container row has the
-	// largest of its processes' limits (processes of one container start
-	// with the same environment).
+	// Mechanism is the sharing mechanism that limits them (MPS, HAMi,
+	// KAI), or MechanismNone; MemoryLimitBytes and SMLimit are what it
+	// gave them of the device (0: no limit of that kind, or not known for
+	// this device: Limits.ForDevice). MemoryShare is a share of the
+	// device's memory (KAI's GPU_PORTION, 0-1) that whoever knows the
+	// device's total memory turns into bytes; 0 when none. A container
+	// row has the largest of its processes' limits (processes of one
+	// container start with the same environment).
 	Mechanism        Mechanism
 	MemoryLimitBytes uint64
 	SMLimit          float64
+	MemoryShare      float64
 }
 
 // DeviceUsage is the usage of one GPU or MIG device.
@@ -356,8 +360,12 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 			row.MemoryBytes = 0
 		}
 		if res.Limits.Known() {
-			row.Mechanism = res.Limits.Mechanism
-			row.MemoryLimitBytes, row.SMLimit = res.Limits.ForDevice()
+			dev := d.UUID
+			if d.MIGUUID != "" {
+				dev = d.MIGUUID
+			}
+			row.Mechanism, row.MemoryShare = res.Limits.Mechanism, res.Limits.MemoryShare
+			row.MemoryLimitBytes, row.SMLimit = res.Limits.ForDevice(dev)
 		}
 		if a.cfg.Mode == ModeProcess {
 			u.Processes = append(u.Processes, row)
@@ -379,6 +387,7 @@ func (a *Accountant) attribute(d *Device, orphans bool) DeviceUsage {
 		}
 		c.MemoryLimitBytes = max(c.MemoryLimitBytes, row.MemoryLimitBytes)
 		c.SMLimit = max(c.SMLimit, row.SMLimit)
+		c.MemoryShare = max(c.MemoryShare, row.MemoryShare)
 	}
 	for i := range u.Containers {
 		u.Containers[i].SM /= 100

@@ -59,7 +59,7 @@
 //	    mig: [{gpu: 0, gpu_instance: 7}]  # MIG instances -> file "0.7"
 //	        processes:            # optional: what it runs on GPUs (process accounting)
 //	          - {pid: 4101, gpu: 0, type: compute, memory_mib: 30000, sm: SPEC}  # or mig: {gpu: 0, gpu_instance: 7}; type compute, graphics or mps
-//	            # env: {CUDA_DEVICE_SM_LIMIT: "50"}  optional: the environment it started with (/proc/<pid>/environ), e.g. MPS's or HAMi's limits
+//	            # env: {CUDA_DEVICE_SM_LIMIT: "50"}  optional: the environment it started with (/proc/<pid>/environ), e.g. MPS's, HAMi's or KAI's limits
 //	    cgroup: v2/systemd/containerd  # optional: its processes' /proc/<pid>/cgroup layout (default: pods take every layout in turn)
 //	objects:                      # optional: the pods' owners as the Kubernetes API serves them (gpu_workload_info)
 //	  - {kind: ReplicaSet, namespace: ml, name: web-5d8f7, owner: {kind: Deployment, name: web}}

@@ -41,7 +41,8 @@ type simProcess struct {
 	// cgroup is the content of /proc/<pid>/cgroup.
 	cgroup string
 	// env is the environment the process started with, KEY=VALUE in the
-	// scenario's order (/proc/<pid>/environ): MPS's and HAMi's limits.
+	// scenario's order (/proc/<pid>/environ): MPS's, HAMi's and KAI's
+	// limits.
 	env []string
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,5 +262,38 @@ func TestSamplerReusedPIDEmptiesHeldFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "300", "oom_score_adj")); err != nil || len(b) == 0 {
 		t.Errorf("the new process's liveness file: %q, %v", b, err)
+	}
+}
+
+// The kai scenario's fractional pods run processes started with the
+// environment KAI's binder gives a fraction container: the accountant
+// reads GPU_PORTION as their share of the GPU's memory, mechanism kai.
+func TestKAIFractionShares(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, builtin(t, "kai"), utilField(t))
+	ps, root := newSampler(t, s)
+	acc, err := processes.NewAccountant(processes.Config{Procfs: root, Mode: processes.ModeContainer, Pods: ps}, ps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.readAt(time.Minute)
+	usage, err := acc.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"frac-train": 0.5, "frac-notebook": 0.25}
+	got := map[string]float64{}
+	for _, d := range usage {
+		for _, c := range d.Containers {
+			if c.Mechanism == processes.MechanismKAI {
+				if d.GPU != 0 {
+					t.Errorf("%s/%s has a KAI share on GPU %d", c.Namespace, c.Pod, d.GPU)
+				}
+				got[c.Pod] = c.MemoryShare
+			}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("KAI shares %v, want %v", got, want)
 	}
 }

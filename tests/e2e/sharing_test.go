@@ -124,6 +124,43 @@ func TestSharedGPURules(t *testing.T) {
 	t.Run("energy conservation", func(t *testing.T) { testEnergyConservation(t, s) })
 }
 
+// TestKAIShareRules: on the simulator's KAI Scheduler node, the
+// fractional pods' processes carry GPU_PORTION (0.5 and 0.25 of GPU 0's
+// 81920 MiB), which the exporter exports as
+// gpu_container_memory_limit_bytes{mechanism="kai"}, so the shipped
+// memory-share rule says what each uses of the share KAI scheduled for it
+// (KAI does not enforce it): 36000 of 40960 MiB and 9000 of 20480 MiB.
+func TestKAIShareRules(t *testing.T) {
+	recording, err := rules.Raw(rules.RecordingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSimPrometheus(t, []simTarget{{scenario: "kai", args: []string{"--collect.processes=container"}}},
+		map[string][]byte{rules.RecordingFile: recording})
+	want := map[string]float64{"frac-train": 36000.0 / 40960, "frac-notebook": 9000.0 / 20480}
+	const query = `gpu_container:gpu_memory_share_used:ratio`
+	poll.Problems(t, 60*time.Second, time.Second, func() []string {
+		r, err := s.query(query)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		got := map[string]float64{}
+		for _, x := range r {
+			got[x.labels["pod"]] = x.value
+		}
+		var problems []string
+		for pod, v := range want {
+			if g, ok := got[pod]; !ok || math.Abs(g-v) > 1e-9 {
+				problems = append(problems, fmt.Sprintf("%s: %s = %v (present %v), want %v", query, pod, g, ok, v))
+			}
+		}
+		if len(got) != len(want) {
+			problems = append(problems, fmt.Sprintf("%s: series for %v, want only the fractional pods", query, got))
+		}
+		return problems
+	})
+}
+
 // testEnergyConservation: over a window, per GPU, the increase of its
 // holders' gpu_container_energy_joules_total (orphans and host processes
 // included) plus that of gpu_idle_energy_joules_total equals the increase
