@@ -50,7 +50,12 @@ var (
 	// jobSets: v1alpha2 is the one version JobSet's CRD serves
 	// (kubernetes-sigs/jobset config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml
 	// @08dfbdfd682714a9ab929633eca8dc95315187e7); read for its queue label
-	// only.
+	// only. Kueue's Workload for a JobSet names the queue too (spec.queueName),
+	// but finding it takes more than a get: it is named
+	// jobset-<name>-<hash of the JobSet's kind, group, name and UID>, labelled
+	// kueue.x-k8s.io/job-uid with the UID and controlled by the JobSet
+	// (kubernetes-sigs/kueue pkg/controller/jobframework/workload_names.go,
+	// ConstructWorkload in reconciler.go, @ff69552e79ad21652c36caa97038382e55625cf7).
 	jobSets = resource{group: "jobset.x-k8s.io", version: "v1alpha2", name: "jobsets"}
 )
 

@@ -306,11 +306,12 @@ func TestWorkloadsOverHTTP(t *testing.T) {
 }
 
 // TestWorkloadsForbidden: without get on replicasets, pods of
-// ReplicaSets have no workload, the rest do; the refusal is logged once and
-// stated by a self-metric.
+// ReplicaSets have no workload, the rest do (without localqueues or
+// jobsets, less their cluster queue or queue); each refusal is logged once
+// and stated by a self-metric.
 func TestWorkloadsForbidden(t *testing.T) {
 	t.Parallel()
-	api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{"replicasets": true, "localqueues": true}, objects: map[string]any{}}
+	api := &kubeAPI{gets: map[string]int{}, forbidden: map[string]bool{"replicasets": true, "localqueues": true, "jobsets": true}, objects: map[string]any{}}
 	reg := prometheus.NewRegistry()
 	logs := &logBuffer{}
 	s := workloadStore(t, api, reg, logs)
@@ -321,14 +322,19 @@ func TestWorkloadsForbidden(t *testing.T) {
 	}
 	queued := newPod("ml", "queued", thisNode, map[string]string{queueLabel: "team-a"})
 	s.upsert(toAPIPod(queued))
+	worker := newPod("ml", "worker", thisNode, map[string]string{jobSetLabel: "pretrain"})
+	worker.OwnerReferences = controlledBy("batch/v1", "Job", "pretrain-workers-0")
+	s.upsert(toAPIPod(worker))
 
 	poll.Until(t, "the three ReplicaSets asked for", func() bool {
 		for i := range 3 {
 			s.Lookup("ml", fmt.Sprintf("llm-%d", i))
 		}
 		s.Lookup("ml", "queued")
+		s.Lookup("ml", "worker")
 		return testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("replicasets", "forbidden")) == 3 &&
-			testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("localqueues", "forbidden")) == 1
+			testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("localqueues", "forbidden")) == 1 &&
+			testutil.ToFloat64(s.m.ownerLookups.WithLabelValues("jobsets", "forbidden")) == 1
 	})
 	for i := range 3 {
 		if info, _ := s.Lookup("ml", fmt.Sprintf("llm-%d", i)); info.Workload != (Workload{}) {
@@ -338,8 +344,11 @@ func TestWorkloadsForbidden(t *testing.T) {
 	if info, _ := s.Lookup("ml", "queued"); info.Workload != (Workload{Kind: KindPod, Name: "queued", Queue: "team-a"}) {
 		t.Errorf("pod with a forbidden LocalQueue: workload %+v, want its queue without cluster queue", info.Workload)
 	}
-	if n := logs.count("reading pod owners is forbidden"); n != 2 {
-		t.Errorf("forbidden logged %d times, want once per resource (2):\n%s", n, logs)
+	if info, _ := s.Lookup("ml", "worker"); info.Workload != (Workload{Kind: KindJobSet, Name: "pretrain"}) {
+		t.Errorf("pod of a forbidden JobSet: workload %+v, want its JobSet without queue", info.Workload)
+	}
+	if n := logs.count("reading pod owners is forbidden"); n != 3 {
+		t.Errorf("forbidden logged %d times, want once per resource (3):\n%s", n, logs)
 	}
 	if got := testutil.ToFloat64(s.m.ownerForbidden.WithLabelValues("replicasets")); got != 1 {
 		t.Errorf("gpu_exporter_workload_owner_forbidden{resource=replicasets} = %v, want 1", got)
