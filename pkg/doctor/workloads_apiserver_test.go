@@ -1,22 +1,15 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpu-exporter/gpu-exporter/tests/kubeapi"
-	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 // chartRBAC renders the chart as release namespace into namespace (its
@@ -25,38 +18,11 @@ import (
 // config with the ServiceAccount's token.
 func chartRBAC(t *testing.T, srv *kubeapi.Server, namespace string, sets ...string) *rest.Config {
 	t.Helper()
-	args := []string{"template", namespace, filepath.Join(testbin.Root(), "deployment", "helm", "gpu-exporter"), "--namespace", namespace}
+	var args []string
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	cmd := exec.Command(testbin.Tool(t, "helm"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm %v: %v\n%s", args, err, stderr.String())
-	}
-	srv.CreateNamespace(t, namespace)
-	sa := ""
-	dec := yaml.NewDecoder(bytes.NewReader(out))
-	for {
-		var o map[string]any
-		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		switch o["kind"] {
-		case "ServiceAccount":
-			sa = o["metadata"].(map[string]any)["name"].(string)
-			srv.Apply(t, o)
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			srv.Apply(t, o)
-		}
-	}
-	if sa == "" {
-		t.Fatal("the chart renders no ServiceAccount")
-	}
+	sa := srv.ApplyChartRBAC(t, namespace, kubeapi.RenderChart(t, namespace, namespace, args...))
 	return srv.Config(srv.Token(t, namespace, sa))
 }
 

@@ -1,16 +1,10 @@
 package dra
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,7 +12,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpu-exporter/gpu-exporter/tests/kubeapi"
-	"github.com/gpu-exporter/gpu-exporter/tests/testbin"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubeapi.Main(m)) }
@@ -30,53 +23,11 @@ const chartNamespace = "gpu-exporter"
 // serves resource.k8s.io/v1, with sets, and returns its objects.
 func renderChart(t *testing.T, sets ...string) []map[string]any {
 	t.Helper()
-	args := []string{"template", "gpu", filepath.Join(testbin.Root(), "deployment", "helm", "gpu-exporter"),
-		"--namespace", chartNamespace, "--api-versions", "resource.k8s.io/v1"}
+	args := []string{"--api-versions", "resource.k8s.io/v1"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	cmd := exec.Command(testbin.Tool(t, "helm"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm %v: %v\n%s", args, err, stderr.String())
-	}
-	var objs []map[string]any
-	dec := yaml.NewDecoder(bytes.NewReader(out))
-	for {
-		var o map[string]any
-		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
-			return objs
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if o != nil {
-			objs = append(objs, o)
-		}
-	}
-}
-
-// applyRBAC creates the chart's namespace, and applies its ServiceAccount
-// and every RBAC object it renders; it returns the ServiceAccount's name.
-func applyRBAC(t *testing.T, srv *kubeapi.Server, objs []map[string]any) string {
-	t.Helper()
-	srv.Create(t, kubeapi.Namespaces, map[string]any{"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": chartNamespace}})
-	sa := ""
-	for _, o := range objs {
-		switch o["kind"] {
-		case "ServiceAccount":
-			sa = o["metadata"].(map[string]any)["name"].(string)
-			srv.Apply(t, o)
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			srv.Apply(t, o)
-		}
-	}
-	if sa == "" {
-		t.Fatal("the chart renders no ServiceAccount")
-	}
-	return sa
+	return kubeapi.RenderChart(t, "gpu", chartNamespace, args...)
 }
 
 // The chart's DRA RBAC, rendered and applied to a real API server, lets

@@ -81,7 +81,7 @@ var chart struct {
 // the shared server, once per test binary, and returns the account.
 func chartAccount(t *testing.T, srv *kubeapi.Server) string {
 	t.Helper()
-	chart.once.Do(func() { chart.sa = applyRBAC(t, srv, renderChart(t)) })
+	chart.once.Do(func() { chart.sa = srv.ApplyChartRBAC(t, chartNamespace, renderChart(t)) })
 	if chart.sa == "" {
 		t.Fatal("the chart's RBAC was not applied")
 	}
