@@ -5,6 +5,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -74,6 +75,7 @@ type Server struct {
 	pods        []Pod
 	podsFunc    func() []Pod
 	allocatable map[string][]string
+	allocErr    error
 	hang        time.Duration
 	err         error
 	raw         []byte
@@ -142,6 +144,23 @@ func (s *Server) SetAllocatable(ids map[string][]string) {
 		s.allocatable[k] = append([]string(nil), v...)
 	}
 }
+
+// SetAllocatableError makes GetAllocatableResources fail with err (a gRPC
+// status error keeps its code; others become Unknown, as a real kubelet's
+// plain errors do: ErrAllocatableDisabled is the one it answers with its
+// feature gate off); nil turns it off.
+func (s *Server) SetAllocatableError(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allocErr = err
+}
+
+// ErrAllocatableDisabled is the error a kubelet with the
+// KubeletPodResourcesGetAllocatable feature gate off answers
+// GetAllocatableResources with: a plain error, so code Unknown
+// (v1PodResourcesServer.GetAllocatableResources,
+// pkg/kubelet/apis/podresources/server_v1.go, kubernetes/kubernetes).
+var ErrAllocatableDisabled = errors.New("Pod Resources API GetAllocatableResources disabled") //nolint:staticcheck // the kubelet's own words
 
 // SetHang makes each List block for d, or until the caller gives up, before
 // answering; 0 turns it off.
@@ -264,6 +283,9 @@ func (l *lister) GetAllocatableResources(context.Context, *podresourcesv1.Alloca
 	s.allocCalls.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.allocErr != nil {
+		return nil, s.allocErr
+	}
 	if s.allocatable == nil {
 		return nil, status.Error(codes.Unimplemented, "GetAllocatableResources is not enabled on this fake kubelet")
 	}
