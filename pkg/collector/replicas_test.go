@@ -11,6 +11,7 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/podresources"
+	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // swapAttribution is an Attribution whose table the test swaps.
@@ -94,5 +95,27 @@ func TestJoinReplicas(t *testing.T) {
 	}
 	if !strings.Contains(text, `gpu_container_shared_replicas{gpu="0"`) {
 		t.Errorf("holders' replicas dropped without allocatable devices:\n%s", text)
+	}
+}
+
+// A container holding replicas of two compute instances' MIG devices of
+// one GPU instance holds the instance's row once, with both replicas.
+func TestHoldersThroughSumsReplicas(t *testing.T) {
+	t.Parallel()
+	const ci0, ci1 = "MIG-00000000-0000-0000-0000-0000000000c0", "MIG-00000000-0000-0000-0000-0000000000c1"
+	resp := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Name: "a", Namespace: "ml", Containers: []*podresourcesv1.ContainerResources{{
+			Name:    "main",
+			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/mig-1c.3g.40gb", DeviceIds: []string{ci0 + "::0", ci1 + "::1"}}},
+		}},
+	}}}
+	table := podresources.NewTable(resp, []string{"nvidia.com/mig-*"}, podresources.IDTypeUID)
+	views := []source.Entity{
+		{Kind: source.GPUInstance, GPU: 0, GPUInstance: 1, ComputeInstance: 0, MIGUUID: ci0},
+		{Kind: source.GPUInstance, GPU: 0, GPUInstance: 1, ComputeInstance: 1, MIGUUID: ci1},
+	}
+	hs := holdersThrough(table, nil, views)
+	if len(hs) != 1 || hs[0].Replicas != 2 || !hs[0].Shared {
+		t.Errorf("holdersThrough = %+v, want one shared holder of 2 replicas", hs)
 	}
 }
