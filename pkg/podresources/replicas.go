@@ -93,9 +93,7 @@ func (t *Table) WithAllocatable(ids []string, idType IDType) *Table {
 	for k := range poisoned {
 		delete(counts, k)
 	}
-	if len(counts) > 0 {
-		out.replicas = counts
-	}
+	out.replicas = counts
 	return out
 }
 
