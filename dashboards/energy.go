@@ -69,7 +69,7 @@ func energyRows(bd *board, o Options, legendNamespace, legendWorkload string) {
 	legendContainer := legendNamespace + "/{{pod}}/{{container}} " + legendGPU
 	bd.collapsedRow("Shares given versus used")
 	bd.timeseries(panel{title: "SM share used by container", unit: unitRatio, w: 12, min: ptr(0),
-		description: "What each container uses of the SM share its sharing mechanism gave it (MPS active thread percentage, HAMi-core SM limit): 1 = all of it. MPS clients can exceed 1: the thread percentage caps parallelism, not time. Only containers with a limit have series.",
+		description: "What each container uses of the SM share its sharing mechanism gave it (MPS active thread percentage, HAMi-core SM limit; else the m of N replicas it holds of a GPU the NVIDIA device plugin shares, mechanism=replicas): 1 = all of it. MPS clients can exceed 1: the thread percentage caps parallelism, not time; a time-sliced replica is not capped at all. Only containers with a limit or replicas have series.",
 		queries:     []query{{expr: `gpu_container:gpu_sm_share_used:ratio{` + pods + `}`, legend: legendContainer}}})
 	bd.timeseries(panel{title: "Memory share used by container", unit: unitRatio, w: 12, min: ptr(0),
 		description: "Device memory each container's processes use over the limit its sharing mechanism set (MPS pinned device memory limit, HAMi-core device memory limit) or the memory share KAI Scheduler scheduled for it (GPU_PORTION, not enforced: above 1 it uses memory other pods on the GPU were promised).",

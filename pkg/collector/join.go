@@ -102,22 +102,26 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 		hs = moves.apply(&inv.Entities[i], hs)
 		jobs := key.jobs.Jobs(&inv.Entities[i])
 		holders := len(hs) + len(jobs)
+		advertised := table.Replicas(&inv.Entities[i])
 		if holders == 0 {
-			holdings = append(holdings, exposition.Holding{Entity: i})
+			holdings = append(holdings, exposition.Holding{Entity: i, DeviceReplicas: advertised})
 			continue
 		}
 		for _, h := range hs {
 			holdings = append(holdings, exposition.Holding{
-				Entity: i,
-				Holder: j.holder(h),
-				Shared: h.Shared || holders > 1, // a replica is shared even while it has one holder
+				Entity:         i,
+				Holder:         j.holder(h),
+				Shared:         h.Shared || holders > 1, // a replica is shared even while it has one holder
+				Replicas:       h.Replicas,
+				DeviceReplicas: advertised,
 			})
 		}
 		for _, job := range jobs {
 			holdings = append(holdings, exposition.Holding{
-				Entity: i,
-				Holder: &exposition.Holder{HPCJob: job.ID, HPCUser: job.User, HPCPartition: job.Partition},
-				Shared: holders > 1,
+				Entity:         i,
+				Holder:         &exposition.Holder{HPCJob: job.ID, HPCUser: job.User, HPCPartition: job.Partition},
+				Shared:         holders > 1,
+				DeviceReplicas: advertised,
 			})
 		}
 	}
@@ -134,7 +138,8 @@ func (j *join) apply(inv, all *source.Inventory, key attributionKey) ([]expositi
 // several compute instances through each compute instance's MIG device
 // (views, source.Inventory.HeldAs): a pod on any of them holds the
 // instance's row. A container is listed once, shared if any of its
-// holdings is; the result is sorted as Table.Holders sorts.
+// holdings is, holding the replicas of all of them; the result is sorted
+// as Table.Holders sorts.
 func holdersThrough(table *podresources.Table, hs []podresources.Holder, views []source.Entity) []podresources.Holder {
 	all := slices.Clone(hs)
 	for i := range views {
@@ -149,6 +154,7 @@ func holdersThrough(table *podresources.Table, hs []podresources.Holder, views [
 		if n := len(out); n > 0 && out[n-1].Namespace == h.Namespace && out[n-1].Pod == h.Pod &&
 			out[n-1].Container == h.Container && out[n-1].PodUID == h.PodUID {
 			out[n-1].Shared = out[n-1].Shared || h.Shared
+			out[n-1].Replicas += h.Replicas
 			continue
 		}
 		out = append(out, h)

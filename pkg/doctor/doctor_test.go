@@ -442,6 +442,18 @@ func TestDoctorChecks(t *testing.T) {
 			checks: []check{{CheckKubelet, Warn, []string{"not implemented", "no reported resource matches", "--kubernetes.resource-names", "example.com/gpu"}}},
 		},
 		{
+			// A kubelet with KubeletPodResourcesGetAllocatable off refuses
+			// with a plain error: not served, not a failure.
+			name: "kubelet GetAllocatableResources disabled",
+			kubelet: func(k *kubelet.Server) {
+				k.SetPods([]kubelet.Pod{{Namespace: "ml", Name: "train", Containers: []kubelet.Container{{Name: "c", Devices: []kubelet.Device{
+					{Resource: "nvidia.com/gpu", IDs: []string{testUUID}},
+				}}}}})
+				k.SetAllocatableError(kubelet.ErrAllocatableDisabled)
+			},
+			checks: []check{{CheckKubelet, OK, []string{"not implemented or disabled", "KubeletPodResourcesGetAllocatable"}}},
+		},
+		{
 			// Go's protobuf refuses proto3 strings that are not UTF-8; the
 			// doctor decodes like the exporter, so it reports the pod.
 			name: "kubelet reply with bytes that are not UTF-8",

@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/bounded"
@@ -82,8 +80,8 @@ func checkKubelet(ctx context.Context, cfg Config, socket string, inv *source.In
 	alloc, err := lister.GetAllocatableResources(actx, &podresourcesv1.AllocatableResourcesRequest{})
 	allocLine := "GetAllocatableResources: supported"
 	switch {
-	case status.Code(err) == codes.Unimplemented:
-		allocLine = "GetAllocatableResources: not implemented (kubelet before 1.23 or feature gate off): allocatable GPUs unknown"
+	case podresources.AllocatableUnsupported(err):
+		allocLine = "GetAllocatableResources: not implemented or disabled (kubelet before 1.23, or feature gate KubeletPodResourcesGetAllocatable off): allocatable GPUs and shared replicas unknown"
 	case err != nil:
 		allocLine = "GetAllocatableResources: failed: " + err.Error()
 	default:

@@ -10,7 +10,7 @@ import "github.com/gpu-exporter/gpu-exporter/pkg/fields"
 // test fails when a rendered family is not declared or its labels differ.
 //
 // A family is a package variable next to the families it shares rows with
-// (naming_prometheus.go, fabric.go, dra.go, containers.go, accounting.go,
+// (naming_prometheus.go, fabric.go, dra.go, containers.go, accounting.go, replicas.go,
 // naming_dcgm.go, health_dcgm.go); declaredFamilies lists every one in the
 // metrics doc's order, and each scheme's render lists its naming's in page
 // order.
@@ -84,6 +84,7 @@ const HolderLabelPrefix = "label_"
 func declaredFamilies() []*Family {
 	return []*Family{
 		&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily, &allocationFamily, &workloadFamily,
+		&sharedReplicasFamily, &containerReplicasFamily,
 		&xidErrorsFamily, &xidLastSeenFamily, &lostFamily, &healthFamily,
 		&xidWindowFamily, &clockEventsWindowFamily, &gpuHealthStatusFamily, &p2pStatusFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,

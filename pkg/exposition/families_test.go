@@ -42,7 +42,7 @@ func familiesInput(t *testing.T, set []fields.Field) Input {
 		Workload: Workload{Kind: "Job", Name: "train", Queue: "team-a", ClusterQueue: "gpu-pool"}}
 	return Input{
 		Sample: s,
-		Holdings: []Holding{{Entity: 0}, {Entity: 1, Holder: holder}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}},
+		Holdings: []Holding{{Entity: 0}, {Entity: 1, Holder: holder, Shared: true, Replicas: 2, DeviceReplicas: 4}, {Entity: 2, Holder: &Holder{HPCJob: "4242", HPCUser: "alice", HPCPartition: "gpu"}},
 			{Entity: 2, Holder: &Holder{Namespace: "ml", Pod: "infer", Container: "main", DRA: DRAClaim{Namespace: "ml", Name: "mig",
 				Driver: "gpu.nvidia.com", Pool: "node-a", Device: "gpu-0-mig-3g40gb-9-4", ShareID: "s1", MIGProfile: "3g.40gb", MIGUUID: "MIG-x"}}},
 			{Entity: 3, Holder: holder}, {Entity: 4}, {Entity: 5}},

@@ -121,7 +121,8 @@ func (*prometheusScheme) column(f *fields.Field, col int) column {
 var (
 	prometheusHead = []*Family{&gpuInfoFamily, &migInstanceInfoFamily, &migDeviceInfoFamily,
 		&nvswitchInfoFamily, &nvlinkUpFamily, &nvlinkPeerFamily}
-	prometheusTail = []*Family{&allocationFamily, &workloadFamily, &draClaimFamily, &xidErrorsFamily, &xidLastSeenFamily,
+	prometheusTail = []*Family{&allocationFamily, &workloadFamily, &sharedReplicasFamily, &containerReplicasFamily,
+		&draClaimFamily, &xidErrorsFamily, &xidLastSeenFamily,
 		&lostFamily, &healthFamily,
 		&containerUtilizationFamily, &containerMemoryFamily, &containerProcessesFamily,
 		&containerMemoryLimitFamily, &containerSMLimitFamily,

@@ -217,6 +217,12 @@ type Holding struct {
 	Holder *Holder
 	// Shared is true when several containers hold the entity.
 	Shared bool
+	// Replicas is how many "::N" replicas of the entity the holder holds
+	// (NVIDIA's device plugin sharing it, podresources.Holder.Replicas);
+	// 0 for a whole device. DeviceReplicas is how many the entity is
+	// advertised as (podresources.Table.Replicas), the same on each of its
+	// holdings; 0 when not shared that way or not known.
+	Replicas, DeviceReplicas int
 }
 
 // XIDCount is the number of XID errors of one code seen on one GPU since

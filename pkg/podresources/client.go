@@ -89,6 +89,7 @@ type Client struct {
 	allocUnsupportedLogged bool
 	allocFailing           bool
 	lastMalformed          map[string]bool
+	lastAllocMalformed     map[string]bool
 	lastNoMatch            string
 	lastIgnored            string
 }
@@ -231,7 +232,7 @@ func (c *Client) refresh(ctx context.Context) error {
 		c.allocUnsupported = false
 	}
 	allocIDs, allocResources := c.fetchAllocatable(ctx)
-	t := NewTableDRA(resp, c.cfg.ResourceNames, c.cfg.IDType, c.cfg.DRA)
+	t := NewTableDRA(resp, c.cfg.ResourceNames, c.cfg.IDType, c.cfg.DRA).WithAllocatable(allocIDs, c.cfg.IDType)
 	c.m.invalidUTF8.Set(float64(c.codec.take() + t.invalidUTF8))
 	c.diagnose(t, allocResources)
 	c.publish(t)
@@ -286,11 +287,11 @@ func (c *Client) fetchAllocatable(ctx context.Context) (ids, resources []string)
 	defer cancel()
 	resp, err := c.lister.GetAllocatableResources(cctx, &podresourcesv1.AllocatableResourcesRequest{})
 	if err != nil {
-		if status.Code(err) == codes.Unimplemented {
+		if AllocatableUnsupported(err) {
 			c.allocUnsupported = true
 			if !c.allocUnsupportedLogged {
 				c.allocUnsupportedLogged = true
-				c.logger.Info("kubelet does not implement GetAllocatableResources; allocatable GPUs unknown", "err", err)
+				c.logger.Info("kubelet does not serve GetAllocatableResources (too old, or feature gate KubeletPodResourcesGetAllocatable off); allocatable GPUs and shared replicas unknown", "err", err)
 			}
 			return nil, nil
 		}
@@ -318,6 +319,28 @@ func (c *Client) fetchAllocatable(ctx context.Context) (ids, resources []string)
 	return slices.Compact(ids), resources
 }
 
+// allocatableDisabled is the message of the error a kubelet with the
+// KubeletPodResourcesGetAllocatable feature gate off answers
+// GetAllocatableResources with ("Pod Resources API GetAllocatableResources
+// disabled", v1PodResourcesServer.GetAllocatableResources in
+// pkg/kubelet/apis/podresources/server_v1.go, kubernetes/kubernetes; the
+// gate is beta and on by default from 1.23, GA and locked on from 1.28,
+// pkg/features/kube_features.go). It is a plain error, which gRPC sends
+// with code Unknown, not Unimplemented.
+const allocatableDisabled = "GetAllocatableResources disabled"
+
+// AllocatableUnsupported reports whether err is a kubelet's answer that it
+// does not serve GetAllocatableResources: Unimplemented (a kubelet before
+// the method existed) or the feature gate's refusal. Neither is a failure:
+// the kubelet will answer the same until it is reconfigured.
+func AllocatableUnsupported(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	return s.Code() == codes.Unimplemented || s.Code() == codes.Unknown && strings.Contains(s.Message(), allocatableDisabled)
+}
+
 // diagnose logs what would leave pods without labels: malformed ids and
 // resource names that match nothing configured. A situation is logged when
 // it appears, and lines are rate-limited per cause (resource and reason, not
@@ -341,6 +364,7 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 		}
 	}
 	c.lastMalformed = seen
+	c.diagnoseAllocatable(t.AllocatableMalformed())
 
 	reported := slices.Concat(t.reported, allocResources)
 	slices.Sort(reported)
@@ -366,6 +390,28 @@ func (c *Client) diagnose(t *Table, allocResources []string) {
 		if key != "" {
 			c.logs.Debug("ignored resources", "ignoring kubelet resources outside the configured names", "resources", clipAll(ignored))
 		}
+	}
+}
+
+// diagnoseAllocatable counts and logs the allocatable ids that do not
+// parse, as diagnose does the List's: each new id counts once as a
+// malformed_id error, and the line is rate-limited; the replicas of their
+// device are not exported while one is malformed (Table.WithAllocatable).
+func (c *Client) diagnoseAllocatable(ids []string) {
+	var fresh []string
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+		if !c.lastAllocMalformed[id] {
+			c.m.errors.WithLabelValues(reasonMalformedID).Inc()
+			fresh = append(fresh, id)
+		}
+	}
+	c.lastAllocMalformed = seen
+	if len(fresh) > 0 {
+		c.logs.Warn("malformed allocatable device id",
+			"kubelet listed allocatable device ids that do not parse; replicas of their device not exported",
+			"ids", clipAll(fresh), "id_type", c.cfg.IDType.String())
 	}
 }
 

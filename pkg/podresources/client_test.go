@@ -630,6 +630,82 @@ func TestClientAllocatable(t *testing.T) {
 			t.Errorf("allocatable errors = %v: Unimplemented is not an error", got)
 		}
 	})
+	t.Run("feature gate off", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, true, nil)
+		h.srv.SetAllocatable(map[string][]string{"nvidia.com/gpu": advertised(uuid0, 4)})
+		h.srv.SetAllocatableError(kubelet.ErrAllocatableDisabled)
+		for range 3 {
+			h.mustRefresh()
+		}
+		if got := h.srv.AllocatableCalls(); got != 1 {
+			t.Errorf("AllocatableCalls = %d, want 1: the gate's refusal is remembered", got)
+		}
+		if got := h.metric("gpu_exporter_podresources_errors_total", "reason", "allocatable"); got != 0 {
+			t.Errorf("allocatable errors = %v: a kubelet with the gate off is not failing", got)
+		}
+		if n := h.logs.count("GetAllocatableResources failed"); n != 0 {
+			t.Errorf("the gate's refusal logged as a failure:\n%s", h.logs)
+		}
+		if n := h.logs.count("does not serve GetAllocatableResources"); n != 1 {
+			t.Errorf("the gate's refusal logged %d times, want once:\n%s", n, h.logs)
+		}
+		if got := h.c.Table().Replicas(&testInventory().Entities[0]); got != 0 {
+			t.Errorf("Replicas = %d without GetAllocatableResources, want 0", got)
+		}
+	})
+	t.Run("replicas", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, true, nil)
+		h.srv.SetPods([]kubelet.Pod{gpuPod("ml", "a", "nvidia.com/gpu.shared", uuid0+"::1")})
+		h.srv.SetAllocatable(map[string][]string{
+			"nvidia.com/gpu.shared": advertised(uuid0, 4),
+			"nvidia.com/gpu":        {uuid1},
+		})
+		h.mustRefresh()
+		inv := testInventory()
+		first := h.c.Table()
+		if got := first.Replicas(&inv.Entities[0]); got != 4 {
+			t.Errorf("Replicas(gpu 0) = %d, want 4", got)
+		}
+		if got := first.Replicas(&inv.Entities[1]); got != 0 {
+			t.Errorf("Replicas(gpu 1) = %d, want 0: it is not shared", got)
+		}
+		if hs := first.Holders(&inv.Entities[0]); len(hs) != 1 || hs[0].Replicas != 1 {
+			t.Errorf("Holders(gpu 0) = %+v, want one holder of one replica", hs)
+		}
+		h.mustRefresh()
+		if h.c.Table() != first {
+			t.Error("an unchanged refresh published a new table")
+		}
+		h.srv.SetAllocatable(map[string][]string{"nvidia.com/gpu.shared": advertised(uuid0, 8)})
+		h.mustRefresh()
+		if got := h.c.Table().Replicas(&inv.Entities[0]); got != 8 {
+			t.Errorf("Replicas(gpu 0) after the config changed = %d, want 8", got)
+		}
+		h.srv.SetAllocatable(nil) // Unimplemented from now on
+		h.mustRefresh()
+		if got := h.c.Table().Replicas(&inv.Entities[0]); got != 0 {
+			t.Errorf("Replicas(gpu 0) once GetAllocatableResources stopped answering = %d, want 0", got)
+		}
+	})
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, true, nil)
+		h.srv.SetAllocatable(map[string][]string{"nvidia.com/gpu": append(advertised(uuid0, 4), uuid0+"::x")})
+		for range 3 {
+			h.mustRefresh()
+		}
+		if got := h.c.Table().Replicas(&testInventory().Entities[0]); got != 0 {
+			t.Errorf("Replicas = %d with a malformed replica id, want 0 (unknown)", got)
+		}
+		if got := h.metric("gpu_exporter_podresources_errors_total", "reason", "malformed_id"); got != 1 {
+			t.Errorf("malformed_id errors = %v over three refreshes, want 1 (once per id)", got)
+		}
+		if n := h.logs.count("listed allocatable device ids that do not parse"); n != 1 {
+			t.Errorf("malformed allocatable id logged %d times, want once:\n%s", n, h.logs)
+		}
+	})
 }
 
 func TestNewValidatesConfig(t *testing.T) {

@@ -2,6 +2,7 @@ package podresources
 
 import (
 	"cmp"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -36,6 +37,11 @@ type Holder struct {
 	// internal/pkg/transformation/kubernetes.go). A container holding
 	// several replicas of one device keeps the lowest.
 	VGPU string
+	// Replicas is how many replicas of the device the container holds
+	// through "::N" ids (NVIDIA's k8s-device-plugin sharing, timeSlicing
+	// or mps: see ReplicaID); 0 for a whole device and the other shared
+	// forms, whose share the id count does not tell.
+	Replicas int
 	// DRA is the DRA claim device through which the container holds the
 	// device; the zero DRAClaim for a device-plugin allocation.
 	DRA DRAClaim
@@ -69,6 +75,7 @@ func compareHolders(a, b Holder) int {
 		strings.Compare(a.PodUID, b.PodUID),
 		cmp.Compare(len(a.VGPU), len(b.VGPU)), // numeric order for decimal replicas
 		strings.Compare(a.VGPU, b.VGPU),
+		cmp.Compare(a.Replicas, b.Replicas),
 		compareDRAClaims(a.DRA, b.DRA),
 	)
 }
@@ -99,6 +106,12 @@ type Table struct {
 	// invalidUTF8 counts the strings of the response that were not valid
 	// UTF-8 and were kept with U+FFFD in place of the invalid bytes.
 	invalidUTF8 int
+	// replicas is the number of replicas each shared device is advertised
+	// as, by lookup key, from the kubelet's allocatable ids
+	// (WithAllocatable); allocMalformed are the allocatable ids that did
+	// not parse.
+	replicas       map[any]int
+	allocMalformed []string
 }
 
 // entry is one (device id, container) allocation. ID is the zero DeviceID
@@ -215,6 +228,9 @@ func (b *tableBuilder) add(raw string, idType IDType, h Holder, shared bool) {
 	h.Shared = shared || id.Shared()
 	if id.Replica >= 0 {
 		h.VGPU = strconv.Itoa(id.Replica)
+	}
+	if ReplicaID(id) {
+		h.Replicas = 1
 	}
 	b.entries = append(b.entries, entry{Raw: raw, ID: id, Key: indexKey(id), Holder: h})
 }
@@ -348,13 +364,15 @@ func put[K comparable](m map[K][]Holder, k K, hs []Holder) map[K][]Holder {
 
 // normalizeHolders sorts holders and keeps one per container, so that a
 // container never yields two series for one entity; the kept holder has the
-// first resource name in sort order and is Shared if any merged one was.
+// first resource name in sort order, is Shared if any merged one was and
+// holds the replicas of all of them (each from a distinct id).
 func normalizeHolders(hs []Holder) []Holder {
 	slices.SortFunc(hs, compareHolders)
 	out := hs[:0]
 	for _, h := range hs {
 		if n := len(out); n > 0 && sameContainer(out[n-1], h) {
 			out[n-1].Shared = out[n-1].Shared || h.Shared
+			out[n-1].Replicas += h.Replicas
 			continue
 		}
 		out = append(out, h)
@@ -576,7 +594,8 @@ func entityKeys(e *source.Entity) []any {
 // DRA claims, as the ResourceSlices described them: a slice change that
 // alters what a claim's device is makes the tables differ.
 func (t *Table) Equal(o *Table) bool {
-	return slices.Equal(t.allocations(), o.allocations()) && slices.Equal(t.Claims(), o.Claims())
+	return slices.Equal(t.allocations(), o.allocations()) && slices.Equal(t.Claims(), o.Claims()) &&
+		maps.Equal(t.replicaCounts(), o.replicaCounts()) && slices.Equal(t.allocationMalformed(), o.allocationMalformed())
 }
 
 func (t *Table) allocations() []entry {

@@ -66,9 +66,18 @@ func holder(ns, pod, container, resource string, shared bool) Holder {
 	return Holder{Namespace: ns, Pod: pod, Container: container, Resource: resource, Shared: shared}
 }
 
-// replica is a holder of replica vgpu of a shared device.
+// replica is a holder of replica vgpu of a shared device, in a form whose
+// replicas are not counted (GKE's /vgpuN).
 func replica(ns, pod, container, resource, vgpu string) Holder {
 	return Holder{Namespace: ns, Pod: pod, Container: container, Resource: resource, Shared: true, VGPU: vgpu}
+}
+
+// replicas is a holder of n "::N" replicas of a device shared by NVIDIA's
+// device plugin, the lowest being vgpu.
+func replicas(ns, pod, container, resource, vgpu string, n int) Holder {
+	h := replica(ns, pod, container, resource, vgpu)
+	h.Replicas = n
+	return h
 }
 
 func TestTableHolders(t *testing.T) {
@@ -111,11 +120,11 @@ func TestTableHolders(t *testing.T) {
 			ctr{"team-b", "infer", "server", map[string][]string{sharedRes: {uuid0 + "::2"}}, nil},
 			ctr{"team-a", "notebook", "jupyter", map[string][]string{sharedRes: {uuid0 + "::0"}}, nil},
 			ctr{"team-a", "batch", "worker", map[string][]string{sharedRes: {uuid0 + "::1"}}, nil}), gpu0,
-			[]Holder{replica("team-a", "batch", "worker", sharedRes, "1"), replica("team-a", "notebook", "jupyter", sharedRes, "0"),
-				replica("team-b", "infer", "server", sharedRes, "2")}},
+			[]Holder{replicas("team-a", "batch", "worker", sharedRes, "1", 1), replicas("team-a", "notebook", "jupyter", sharedRes, "0", 1),
+				replicas("team-b", "infer", "server", sharedRes, "2", 1)}},
 		{"two replicas in one container give one holder", IDTypeAuto, listResponse(
 			ctr{"ml", "train", "main", map[string][]string{sharedRes: {uuid0 + "::10", uuid0 + "::9"}}, nil}), gpu0,
-			[]Holder{replica("ml", "train", "main", sharedRes, "9")}}, // the lowest replica
+			[]Holder{replicas("ml", "train", "main", sharedRes, "9", 2)}}, // the lowest replica, and both counted
 		{"same container by uuid and index merges", IDTypeAuto, listResponse(
 			ctr{"ml", "train", "main", map[string][]string{"nvidia.com/gpu": {uuid0}, "example.com/gpu": {"0"}}, nil}), gpu0,
 			[]Holder{holder("ml", "train", "main", "example.com/gpu", false)}},
@@ -150,7 +159,7 @@ func TestTableHolders(t *testing.T) {
 		{"mig uuid replica", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", map[string][]string{migRes: {mig0 + "::0"}}, nil},
 			ctr{"ml", "b", "main", map[string][]string{migRes: {mig0 + "::1"}}, nil}), gi1,
-			[]Holder{replica("ml", "a", "main", migRes, "0"), replica("ml", "b", "main", migRes, "1")}},
+			[]Holder{replicas("ml", "a", "main", migRes, "0", 1), replicas("ml", "b", "main", migRes, "1", 1)}},
 		{"dra gpu", IDTypeAuto, listResponse(
 			ctr{"ml", "a", "main", nil, []*podresourcesv1.ClaimResource{draGPU("gpu-0", nil)}}), gpu0,
 			[]Holder{draHolder("a", "gpu-0", "")}},

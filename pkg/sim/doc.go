@@ -25,6 +25,9 @@
 //	    fields: {FIELD: SPEC, ...}
 //	    mig:                      # optional: MIG mode with these GPU instances
 //	      - {profile: 1g.10gb, gpu_instance: 7, memory_mib: 9984, uuid: MIG-…, fields: {...}}
+//	    sharing: {replicas: 4, resource: nvidia.com/gpu.shared}  # optional, not with mig: the device plugin
+//	                              # advertises it as replicas "GPU-…::0".."::3" (resource default nvidia.com/gpu);
+//	                              # with any GPU so, the kubelet serves GetAllocatableResources (allocatable.go)
 //	fabric:                       # optional: an NVLink fabric (see fabric.go)
 //	  nvswitches: 4               # 0-12; GPU link l goes to switch l mod nvswitches
 //	  links_per_gpu: 18           # 1-36

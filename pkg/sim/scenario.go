@@ -65,6 +65,9 @@ type Scenario struct {
 	// procs are every process, host processes first, then by pod and
 	// container (processes.go).
 	procs []procRef
+	// sharing is how the device plugin shares each GPU that says so, by
+	// GPU index (allocatable.go); nil when none does.
+	sharing map[int]gpuSharing
 	// hasLinks is set when the scenario has an NVLink fabric; linkDown
 	// maps the entity index of a link to the elapsed time it goes down.
 	hasLinks bool
@@ -266,7 +269,7 @@ func (b *builder) gpus(n *yaml.Node, p string) error {
 
 func (b *builder) gpu(n *yaml.Node, p string) error {
 	d := b.d
-	o, err := d.object(n, p, "model", "memory_mib", "count", "uuid", "pci_bus_id", "fields", "mig")
+	o, err := d.object(n, p, "model", "memory_mib", "count", "uuid", "pci_bus_id", "fields", "mig", "sharing")
 	if err != nil {
 		return err
 	}
@@ -309,8 +312,18 @@ func (b *builder) gpu(n *yaml.Node, p string) error {
 			return d.errf(t.keyNode, keyPath(p, "fields"), "%s is blank for a GPU in MIG mode, as DCGM reports it; set the instances' DCGM_FI_PROF_GR_ENGINE_ACTIVE instead", t.field.DCGMName)
 		}
 	}
+	share, err := b.sharing(o, len(migs) > 0)
+	if err != nil {
+		return err
+	}
 	for range count {
 		idx := len(b.gpuList)
+		if share.replicas > 0 {
+			if b.scn.sharing == nil {
+				b.scn.sharing = map[int]gpuSharing{}
+			}
+			b.scn.sharing[idx] = share
+		}
 		g := &simGPU{entity: source.Entity{
 			Kind:        source.GPU,
 			GPU:         idx,

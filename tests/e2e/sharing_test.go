@@ -14,7 +14,9 @@ import (
 // TestSharedGPURules is issue 36's acceptance check: on the simulator's
 // time-slicing node (GPU 0 time-sliced by three pods, shared-b under
 // HAMi-core limits using no SM time; GPU 1 shared by two MPS clients with
-// MPS limits; GPU 3 keeping an orphan process of a deleted pod), with
+// MPS limits; GPU 3 keeping an orphan process of a deleted pod and two
+// replicas held by one container; each shared GPU advertised as 4
+// replicas), with
 // process accounting on (the default, --collect.processes=container) and
 // the shipped recording rules in a real Prometheus, the per-workload and
 // per-namespace energy rules, the share-given-versus-used rules and the
@@ -64,6 +66,19 @@ func TestSharedGPURules(t *testing.T) {
 			return bad
 		}
 	}
+	// exactly is byLabel that also refuses series of other values.
+	exactly := func(label string, want map[string]func(float64) bool) func([]sample) []string {
+		return func(r []sample) []string {
+			bad := byLabel(label, want)(r)
+			for _, x := range r {
+				if _, ok := want[x.labels[label]]; !ok {
+					bad = append(bad, fmt.Sprintf("unexpected series %v", x))
+				}
+			}
+			return bad
+		}
+	}
+	equal := func(w float64) func(float64) bool { return func(v float64) bool { return math.Abs(v-w) < 1e-9 } }
 	zero := func(v float64) bool { return v == 0 }
 	// Between 1 and 400 W: the scenario's GPUs draw at most their 400 W
 	// limit, and a busy holder's share of that is well above a watt.
@@ -89,8 +104,27 @@ func TestSharedGPURules(t *testing.T) {
 			"embed-0":  func(v float64) bool { return math.Abs(v-12000.0/16384) < 1e-9 },
 			"embed-1":  func(v float64) bool { return math.Abs(v-12000.0/16384) < 1e-9 },
 		})},
+		// ml: shared-a's use of its quarter (at most 80 % of the GPU) and
+		// shared-b's none of its half; research: shared-c's and double-0's.
 		"SM share used per namespace": {`namespace:gpu_sm_share_used:ratio`, byLabel("namespace", map[string]func(float64) bool{
-			"ml": zero, "inference": func(v float64) bool { return v > 0 && v <= 2 },
+			"ml": func(v float64) bool { return v > 0 && v <= 0.8/0.75 }, "inference": func(v float64) bool { return v > 0 && v <= 2 },
+			"research": func(v float64) bool { return v > 0 && v <= (0.19+1)/0.75 },
+		})},
+		// Shares given by the device plugin's replicas (4 per shared GPU,
+		// gpu_shared_replicas from the simulated kubelet's allocatable
+		// devices): a quarter for each single replica, half for double-0's
+		// two; trainer-0 holds a whole GPU and has none.
+		"share given by replicas": {`gpu_container:gpu_share_given:ratio`, exactly("pod", map[string]func(float64) bool{
+			"shared-a": equal(0.25), "shared-b": equal(0.25), "shared-c": equal(0.25),
+			"embed-0": equal(0.25), "embed-1": equal(0.25), "double-0": equal(0.5),
+		})},
+		// What they used of it where no MPS or HAMi limit decides: shared-a
+		// (up to 80 % of the GPU) and shared-c (up to 19 %) of a quarter,
+		// double-0 (its two processes, up to 100 %) of a half.
+		"SM share used of replicas": {`gpu_container:gpu_sm_share_used:ratio{mechanism="replicas"}`, exactly("pod", map[string]func(float64) bool{
+			"shared-a": func(v float64) bool { return v > 0 && v <= 0.8/0.25 },
+			"shared-c": func(v float64) bool { return v > 0 && v <= 0.19/0.25 },
+			"double-0": func(v float64) bool { return v > 0 && v <= 1/0.5 },
 		})},
 		// The orphan on GPU 3 holds 6 GiB; no other GPU has one.
 		"orphan processes": {`gpu_orphan_processes > 0`, byLabel("gpu", map[string]func(float64) bool{"3": func(v float64) bool { return v == 1 }})},

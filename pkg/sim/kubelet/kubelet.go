@@ -5,6 +5,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -74,6 +75,8 @@ type Server struct {
 	pods        []Pod
 	podsFunc    func() []Pod
 	allocatable map[string][]string
+	allocFunc   func() map[string][]string
+	allocErr    error
 	hang        time.Duration
 	err         error
 	raw         []byte
@@ -130,9 +133,11 @@ func (s *Server) SetPodsFunc(f func() []Pod) {
 // SetAllocatable sets, per resource name, the device ids that
 // GetAllocatableResources returns. Until it is called with a non-nil map,
 // GetAllocatableResources answers Unimplemented, like an old kubelet.
+// It replaces SetAllocatableFunc.
 func (s *Server) SetAllocatable(ids map[string][]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.allocFunc = nil
 	if ids == nil {
 		s.allocatable = nil
 		return
@@ -142,6 +147,33 @@ func (s *Server) SetAllocatable(ids map[string][]string) {
 		s.allocatable[k] = append([]string(nil), v...)
 	}
 }
+
+// SetAllocatableFunc makes every GetAllocatableResources call f for its
+// ids, as SetAllocatable sets them (nil: Unimplemented); it replaces
+// SetAllocatable. f runs outside the server's lock and must be safe for
+// concurrent calls.
+func (s *Server) SetAllocatableFunc(f func() map[string][]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allocatable, s.allocFunc = nil, f
+}
+
+// SetAllocatableError makes GetAllocatableResources fail with err (a gRPC
+// status error keeps its code; others become Unknown, as a real kubelet's
+// plain errors do: ErrAllocatableDisabled is the one it answers with its
+// feature gate off); nil turns it off.
+func (s *Server) SetAllocatableError(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allocErr = err
+}
+
+// ErrAllocatableDisabled is the error a kubelet with the
+// KubeletPodResourcesGetAllocatable feature gate off answers
+// GetAllocatableResources with: a plain error, so code Unknown
+// (v1PodResourcesServer.GetAllocatableResources,
+// pkg/kubelet/apis/podresources/server_v1.go, kubernetes/kubernetes).
+var ErrAllocatableDisabled = errors.New("Pod Resources API GetAllocatableResources disabled") //nolint:staticcheck // the kubelet's own words
 
 // SetHang makes each List block for d, or until the caller gives up, before
 // answering; 0 turns it off.
@@ -263,15 +295,29 @@ func (l *lister) GetAllocatableResources(context.Context, *podresourcesv1.Alloca
 	s := l.s
 	s.allocCalls.Add(1)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.allocatable == nil {
+	allocErr, allocatable, allocFunc := s.allocErr, s.allocatable, s.allocFunc
+	s.mu.Unlock()
+	if allocErr != nil {
+		return nil, allocErr
+	}
+	if allocFunc != nil {
+		allocatable = allocFunc()
+	}
+	// A kubelet that predates the call answers Unimplemented (the method
+	// is absent from its PodResourcesLister service).
+	if allocatable == nil {
 		return nil, status.Error(codes.Unimplemented, "GetAllocatableResources is not enabled on this fake kubelet")
 	}
+	// The kubelet lists every healthy device of every resource, allocated
+	// or not (ManagerImpl.GetAllocatableDevices,
+	// pkg/kubelet/cm/devicemanager/manager.go, kubernetes/kubernetes), in
+	// ContainerDevices as List does (k8s.io/kubelet podresources v1
+	// AllocatableResourcesResponse.devices).
 	resp := &podresourcesv1.AllocatableResourcesResponse{}
-	for _, name := range sortedKeys(s.allocatable) {
+	for _, name := range sortedKeys(allocatable) {
 		resp.Devices = append(resp.Devices, &podresourcesv1.ContainerDevices{
 			ResourceName: name,
-			DeviceIds:    append([]string(nil), s.allocatable[name]...),
+			DeviceIds:    append([]string(nil), allocatable[name]...),
 		})
 	}
 	return resp, nil

@@ -137,6 +137,33 @@ func TestAllocatable(t *testing.T) {
 	if s.AllocatableCalls() != 2 {
 		t.Errorf("AllocatableCalls = %d", s.AllocatableCalls())
 	}
+
+	// A kubelet with the feature gate off answers a plain error: Unknown.
+	s.SetAllocatableError(ErrAllocatableDisabled)
+	_, err = client.GetAllocatableResources(ctx(t), &podresourcesv1.AllocatableResourcesRequest{})
+	if st := status.Convert(err); st.Code() != codes.Unknown || st.Message() != "Pod Resources API GetAllocatableResources disabled" {
+		t.Errorf("gate off: GetAllocatableResources = %v, want Unknown with the kubelet's message", err)
+	}
+	s.SetAllocatableError(nil)
+
+	calls := 0
+	s.SetAllocatableFunc(func() map[string][]string {
+		calls++
+		if calls == 1 {
+			return map[string][]string{"nvidia.com/gpu.shared": {"GPU-a::0", "GPU-a::1"}}
+		}
+		return nil
+	})
+	resp, err = client.GetAllocatableResources(ctx(t), &podresourcesv1.AllocatableResourcesRequest{})
+	want = &podresourcesv1.AllocatableResourcesResponse{Devices: []*podresourcesv1.ContainerDevices{
+		{ResourceName: "nvidia.com/gpu.shared", DeviceIds: []string{"GPU-a::0", "GPU-a::1"}},
+	}}
+	if err != nil || !proto.Equal(resp, want) {
+		t.Errorf("GetAllocatableResources from the func = %v, %v; want %v", resp, err, want)
+	}
+	if _, err := client.GetAllocatableResources(ctx(t), &podresourcesv1.AllocatableResourcesRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("a func answering nil: %v, want Unimplemented", err)
+	}
 }
 
 func TestStartStop(t *testing.T) {

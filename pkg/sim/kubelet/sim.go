@@ -27,7 +27,10 @@ func FromSim(pods []sim.Pod) []Pod {
 }
 
 // FollowSim makes List answer with the pods the simulator's scenario has at
-// its current simulated time.
+// its current simulated time, and GetAllocatableResources with its
+// allocatable devices (sim.Scenario.AllocatableAt: Unimplemented for a
+// scenario that does not say how its GPUs are shared).
 func (s *Server) FollowSim(src *sim.Source) {
 	s.SetPodsFunc(func() []Pod { return FromSim(src.Pods()) })
+	s.SetAllocatableFunc(src.Allocatable)
 }

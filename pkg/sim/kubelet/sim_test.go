@@ -1,8 +1,13 @@
 package kubelet
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/sim"
 )
@@ -69,5 +74,46 @@ func TestFromSimKeepsClaims(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("claim %d = %q, want %q", i, got[i], want[i])
 		}
+	}
+}
+
+// FollowSim serves the scenario's allocatable devices: the time-slicing
+// scenario's replicas, and Unimplemented for a scenario without sharing.
+func TestFollowSimServesAllocatable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		scenario string
+		replicas int // listed "::N" ids; -1: Unimplemented
+	}{{"timeslicing", 12}, {"demo", -1}} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			t.Parallel()
+			scn, err := sim.LoadBuiltin(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, client := start(t)
+			s.FollowSim(sim.New(scn))
+			resp, err := client.GetAllocatableResources(ctx(t), &podresourcesv1.AllocatableResourcesRequest{})
+			if tc.replicas < 0 {
+				if status.Code(err) != codes.Unimplemented {
+					t.Errorf("GetAllocatableResources = %v, want Unimplemented", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, d := range resp.GetDevices() {
+				for _, id := range d.GetDeviceIds() {
+					if strings.Contains(id, "::") {
+						n++
+					}
+				}
+			}
+			if n != tc.replicas {
+				t.Errorf("%d replica ids listed, want %d: %v", n, tc.replicas, resp)
+			}
+		})
 	}
 }
