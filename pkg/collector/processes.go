@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
@@ -72,6 +74,10 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 	}
 	energy := energyColumn(s)
 	c.energy.Begin()
+	if energy >= 0 && devs != nil {
+		devices = c.mig.split(&c.energy, s, devs, energy, devices)
+	}
+	migRows := len(devices)
 	for i := range devs {
 		d := &devs[i]
 		entity, ok := c.procIndex[deviceKey{d.UUID, d.GPUInstance}]
@@ -90,9 +96,12 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 		for _, u := range d.Processes {
 			procs = append(procs, usageRow(entity, d.Utilization, u))
 		}
-		if d.OrphansKnown || d.EnergyKnown {
+		if d.OrphansKnown || d.EnergyKnown && d.GPUInstance < 0 {
 			devices = append(devices, deviceRow(entity, d))
 		}
+	}
+	if migRows > 0 { // the MIG GPUs' idle rows first: back in inventory order
+		slices.SortStableFunc(devices, func(a, b exposition.DeviceAccounting) int { return cmp.Compare(a.Entity, b.Entity) })
 	}
 	// A failed collection (devs nil) splits nothing: the GPUs' last
 	// readings stay, and the next window spans the gap.
@@ -121,7 +130,7 @@ const energyFieldID = 156
 // deviceRow is what accounting tells of device d as a whole.
 func deviceRow(entity int, d *processes.DeviceUsage) exposition.DeviceAccounting {
 	a := exposition.DeviceAccounting{Entity: entity, OrphansKnown: d.OrphansKnown,
-		IdleEnergyJoules: d.IdleEnergyJoules, EnergyKnown: d.EnergyKnown}
+		IdleEnergyJoules: d.IdleEnergyJoules, EnergyKnown: d.EnergyKnown && d.GPUInstance < 0}
 	a.Orphans[exposition.OrphanPodGone] = float64(d.Orphans[processes.OrphanPodGone].Processes)
 	a.Orphans[exposition.OrphanHost] = float64(d.Orphans[processes.OrphanHost].Processes)
 	a.OrphanMemoryBytes[exposition.OrphanPodGone] = float64(d.Orphans[processes.OrphanPodGone].MemoryBytes)

@@ -31,11 +31,24 @@ type MIGInstance struct {
 // containers' EnergyJoules, and returns the GPU's idle counter, known
 // from the GPU's first split on.
 //
+// Why activity times slices: DCGM reports a GPU instance's
+// DCGM_FI_PROF_GR_ENGINE_ACTIVE as a ratio of the instance's own compute,
+// not of the GPU's. dcgmproftester (NVIDIA/DCGM 4.6.0,
+// dcgmproftester/PhysicalGpu.cpp, subtest "Graphics Activity") drives
+// each MIG instance and checks the activity it generated against the
+// value DCGM reports for that instance's own entity, 1.0 when fully busy;
+// and in NVIDIA/DCGM issue 138 (A100 80GB) one busy GPC reads 100 % on a
+// 1g instance, 50 % on a 2g and 33 % on a 3g. An instance's share of the
+// GPU's engines is therefore a_i·c_i/C. The GPU entity's own value is not
+// used: the split needs no more than the instances'.
+//
 // a_i is the mean of the instance's activity at the window's two ends
 // (its reading at this collection alone when the previous one is
-// missing): a DCGM profiling field is a gauge of the last sample period,
-// not an average over the window, so a change within the window is seen
-// only as far as the two ends show it.
+// missing): a DCGM profiling field is a gauge of its last sample period
+// ("instantaneous values", not aggregated over the exporter's interval:
+// NVIDIA/dcgm-exporter issue 53, a DCGM maintainer), not an average over
+// the window, so a change within the window is seen only as far as the
+// two ends show it.
 //
 // Several containers on one instance (time-slicing or MPS within it):
 // neither NVML nor DCGM tells which of them used the instance's engines
