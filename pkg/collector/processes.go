@@ -1,10 +1,8 @@
 package collector
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 
 	"github.com/gpu-exporter/gpu-exporter/pkg/exposition"
@@ -77,7 +75,6 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 	if energy >= 0 && devs != nil {
 		devices = c.mig.split(&c.energy, s, devs, energy, devices)
 	}
-	migRows := len(devices)
 	for i := range devs {
 		d := &devs[i]
 		entity, ok := c.procIndex[deviceKey{d.UUID, d.GPUInstance}]
@@ -99,9 +96,6 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 		if d.OrphansKnown || d.EnergyKnown && d.GPUInstance < 0 {
 			devices = append(devices, deviceRow(entity, d))
 		}
-	}
-	if migRows > 0 { // the MIG GPUs' idle rows first: back in inventory order
-		slices.SortStableFunc(devices, func(a, b exposition.DeviceAccounting) int { return cmp.Compare(a.Entity, b.Entity) })
 	}
 	// A failed collection (devs nil) splits nothing: the GPUs' last
 	// readings stay, and the next window spans the gap.

@@ -48,7 +48,8 @@ type MIGInstance struct {
 // ("instantaneous values", not aggregated over the exporter's interval:
 // NVIDIA/dcgm-exporter issue 53, a DCGM maintainer), not an average over
 // the window, so a change within the window is seen only as far as the
-// two ends show it.
+// two ends show it. A window across a reconfiguration is charged by the
+// instances at its end.
 //
 // Several containers on one instance (time-slicing or MPS within it):
 // neither NVML nor DCGM tells which of them used the instance's engines
@@ -63,7 +64,7 @@ type MIGInstance struct {
 func (e *EnergySplitter) SplitMIG(uuid string, slices int, joules float64, ok bool, instances []MIGInstance) (idle float64, known bool) {
 	g := e.gpu(uuid)
 	delta := joules - g.last
-	window := ok && g.have && delta >= 0 && slices > 0 && len(instances) > 0
+	window := ok && g.have && delta >= 0 && slices > 0
 	if ok {
 		g.last, g.have = joules, true
 	} else {

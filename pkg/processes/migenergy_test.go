@@ -117,12 +117,11 @@ func TestSplitMIGSkipsWindows(t *testing.T) {
 func TestSplitMIGOverfull(t *testing.T) {
 	t.Parallel()
 	var e EnergySplitter
-	in := migGPU(2, 1, 1)
+	in := migGPU(2, 1, -1)
 	e.Begin()
 	e.SplitMIG("GPU-0", 4, 0, true, in)
 	e.End()
-	in = migGPU(2, 1, 1)
-	in[2].Activity = -1 // a reading below 0 counts as 0; the mean of 1 and -1 is 0
+	in = migGPU(2, 1, -1) // a reading below 0 counts as 0
 	e.Begin()
 	idle, _ := e.SplitMIG("GPU-0", 4, 600, true, in)
 	e.End()
@@ -258,4 +257,35 @@ func TestSplitMIGConservation(t *testing.T) {
 		t.Fatalf("%d of 3000 windows split: the property is barely tested", splits)
 	}
 	t.Logf("%d windows split; largest relative difference: %.2g", splits, worst)
+}
+
+// An instance's activity at a collection without a reading is not
+// remembered: the next window's mean does not reach back past it. A window
+// in which the counter did not move is split (into nothing).
+func TestSplitMIGActivityGap(t *testing.T) {
+	t.Parallel()
+	var e EnergySplitter
+	splitMIG(&e, 0, true, migGPU(1, 1, 1))
+	in := migGPU(1, 1, 1)
+	if _, known := splitMIG(&e, 0, true, in); !known {
+		t.Fatal("a window with no energy is not split")
+	}
+	gap := migGPU(1, 1, 1)
+	gap[2].ActivityKnown = false
+	splitMIG(&e, 700, true, gap)
+	in = migGPU(1, 1, 0)
+	splitMIG(&e, 1400, true, in)
+	if x := migEnergy(in, "x") + migEnergy(in, "y"); x != 0 {
+		t.Fatalf("instance 9 idle since its gap charged %v J, want 0", x)
+	}
+}
+
+// A GPU in MIG mode without instances charges no one: its energy is idle.
+func TestSplitMIGNoInstances(t *testing.T) {
+	t.Parallel()
+	var e EnergySplitter
+	splitMIG(&e, 0, true, nil)
+	if idle, known := splitMIG(&e, 700, true, nil); !known || idle != 700 {
+		t.Fatalf("idle %v known %v; want 700, true", idle, known)
+	}
 }
