@@ -289,3 +289,28 @@ func TestSplitMIGNoInstances(t *testing.T) {
 		t.Fatalf("idle %v known %v; want 700, true", idle, known)
 	}
 }
+
+// SplitMIG's cost on a node of 64 GPUs in MIG mode, seven 1g instances
+// each with one container, beside BenchmarkEnergySplit64x16.
+func BenchmarkEnergySplitMIG64x7(b *testing.B) {
+	gpus := make([][]MIGInstance, 64)
+	uuids := make([]string, 64)
+	for g := range gpus {
+		uuids[g] = "GPU-" + string(rune('A'+g%26)) + string(rune('a'+g/26))
+		for gi := range 7 {
+			d := &DeviceUsage{UUID: uuids[g], GPUInstance: gi, Containers: []Usage{{Who: Who{Namespace: "ns", Pod: "p" + string(rune('0'+gi)), Container: "main"}, Processes: 1}}}
+			gpus[g] = append(gpus[g], MIGInstance{Device: d, GPUInstance: gi, Slices: 1, Activity: 0.5, ActivityKnown: true})
+		}
+	}
+	var e EnergySplitter
+	joules := 0.0
+	b.ReportAllocs()
+	for b.Loop() {
+		joules += 300
+		e.Begin()
+		for g := range gpus {
+			e.SplitMIG(uuids[g], 7, joules, true, gpus[g])
+		}
+		e.End()
+	}
+}
