@@ -131,6 +131,7 @@ type Collector struct {
 	procInv    *source.Inventory // inventory procIndex was built from
 	procIndex  map[deviceKey]int // process accounting device -> entity
 	energy     processes.EnergySplitter
+	mig        migEnergy // MIG GPUs' energy split (migenergy.go)
 
 	procLogs *logthrottle.Logger // failures of single GPUs in process accounting
 }

@@ -73,6 +73,9 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 	}
 	energy := energyColumn(s)
 	c.energy.Begin()
+	if energy >= 0 && devs != nil {
+		devices = c.mig.split(&c.energy, s, devs, energy, devices)
+	}
 	for i := range devs {
 		d := &devs[i]
 		entity, ok := c.procIndex[deviceKey{d.UUID, d.GPUInstance}]
@@ -91,7 +94,7 @@ func (c *Collector) processUsage(ctx context.Context, s *source.Sample, want boo
 		for _, u := range d.Processes {
 			procs = append(procs, usageRow(entity, inv.Entities[entity].MemoryBytes, d.Utilization, u))
 		}
-		if d.OrphansKnown || d.EnergyKnown {
+		if d.OrphansKnown || d.EnergyKnown && d.GPUInstance < 0 {
 			devices = append(devices, deviceRow(entity, d))
 		}
 	}
@@ -122,7 +125,7 @@ const energyFieldID = 156
 // deviceRow is what accounting tells of device d as a whole.
 func deviceRow(entity int, d *processes.DeviceUsage) exposition.DeviceAccounting {
 	a := exposition.DeviceAccounting{Entity: entity, OrphansKnown: d.OrphansKnown,
-		IdleEnergyJoules: d.IdleEnergyJoules, EnergyKnown: d.EnergyKnown}
+		IdleEnergyJoules: d.IdleEnergyJoules, EnergyKnown: d.EnergyKnown && d.GPUInstance < 0}
 	a.Orphans[exposition.OrphanPodGone] = float64(d.Orphans[processes.OrphanPodGone].Processes)
 	a.Orphans[exposition.OrphanHost] = float64(d.Orphans[processes.OrphanHost].Processes)
 	a.OrphanMemoryBytes[exposition.OrphanPodGone] = float64(d.Orphans[processes.OrphanPodGone].MemoryBytes)

@@ -14,8 +14,9 @@ type DeviceAccounting struct {
 	Orphans           [NumOrphanReasons]float64
 	OrphanMemoryBytes [NumOrphanReasons]float64
 	OrphansKnown      bool
-	// IdleEnergyJoules is the GPU's energy spent while no process was on
-	// its SMs, a counter, when EnergyKnown.
+	// IdleEnergyJoules is the GPU's energy charged to no container, a
+	// counter, when EnergyKnown: on a GPU entity only (a MIG GPU's is its
+	// GPU's, not its instances').
 	IdleEnergyJoules float64
 	EnergyKnown      bool
 }
@@ -37,7 +38,7 @@ var (
 	// Input.Containers.
 	containerEnergyFamily = Family{
 		Name: "gpu_container_energy_joules_total", Type: fields.Counter, Naming: NamingPrometheus,
-		Help:   "The container's share of the GPU's energy (gpu_energy_joules_total), split between the GPU's containers by their SM share over each collection interval; the energy of the time no process was on the SMs is in gpu_idle_energy_joules_total. Starts at 0 when the container first has processes on the GPU. Whole GPUs with per-process utilization only (not MIG). pod=\"\" container=\"\" is the host's processes.",
+		Help:   "The container's share of the GPU's energy (gpu_energy_joules_total), split between the GPU's containers by their SM share over each collection interval; on a GPU in MIG mode, between its instances by graphics-engine activity times compute slices, then between an instance's containers (by their device memory when several). The energy no container is charged is in gpu_idle_energy_joules_total. Starts at 0 when the container first has processes on the GPU or instance. Whole GPUs with per-process utilization, and MIG instances with gpu_graphics_engine_active_ratio. pod=\"\" container=\"\" is the host's processes.",
 		Labels: usageLabelNames, Optional: usageOptional,
 		render: func(p *pageWriter, in Input, f family) {
 			for i, l := range p.usageLabels(in) {
@@ -50,7 +51,7 @@ var (
 	// idleEnergyFamily is gpu_idle_energy_joules_total: Input.Accounting.
 	idleEnergyFamily = Family{
 		Name: "gpu_idle_energy_joules_total", Type: fields.Counter, Naming: NamingPrometheus,
-		Help:   "The GPU's energy (gpu_energy_joules_total) spent while no process was on its SMs, charged to no container; with gpu_container_energy_joules_total it adds up to the GPU's energy since the split started.",
+		Help:   "The GPU's energy (gpu_energy_joules_total) charged to no container: spent while no process was on its SMs; in MIG mode, one counter per GPU for the time its instances' engines were idle, the compute slices no instance holds and instances without processes. With gpu_container_energy_joules_total (of all the GPU's instances) it adds up to the GPU's energy since the split started.",
 		Labels: []string{EntityLabels},
 		render: func(p *pageWriter, in Input, f family) {
 			for i, l := range p.deviceLabels(in) {

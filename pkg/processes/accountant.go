@@ -144,7 +144,8 @@ type DeviceUsage struct {
 	// IdleEnergyJoules is the device's energy spent while no process was
 	// on its SMs, summed since the device's first split, when
 	// EnergyKnown (energy.go); the containers' shares are in their
-	// Usage.EnergyJoules.
+	// Usage.EnergyJoules. Whole GPUs only: a MIG device's idle energy is
+	// its GPU's, which EnergySplitter.SplitMIG returns.
 	IdleEnergyJoules float64
 	EnergyKnown      bool
 }

@@ -4,8 +4,10 @@ package processes
 // the containers on it by their own SM share over the same window, and
 // keeps the energy of the time no process was on the SMs apart as the
 // GPU's idle energy, so that it is not charged to whoever happened to be
-// there. It runs once per collection, after the Accountant, on the
-// collection's goroutine.
+// there. A GPU in MIG mode is split per GPU instance, by each instance's
+// activity and compute slices, with one idle counter for the GPU
+// (SplitMIG, migenergy.go). It runs once per collection, after the
+// Accountant, on the collection's goroutine.
 //
 // The window is the time between two collections: the counter's increase
 // between the previous collection's reading and this one's (NVML
@@ -22,14 +24,15 @@ package processes
 // sum above 1 (MPS clients run at once; each process's integer percent
 // rounds) are scaled down to sum to 1, and there is then no idle energy.
 //
-// Conservation: in every split window the containers' increases plus the
-// idle increase equal the counter's increase, to floating-point rounding.
-// Windows are not split, and neither the containers' nor the idle
-// counters move (they are exported unchanged; a container first seen in
-// such a window is exported at 0), when the GPU has no per-process utilization for the
-// window (the first collection, a GPU without the call, MIG), when the
-// energy counter was not read, or when it went down (a driver reload
-// restarts it).
+// Conservation: in every split window the containers' increases (over
+// all of a MIG GPU's instances) plus the idle increase equal the GPU
+// counter's increase, to floating-point rounding. Windows are not split,
+// and neither the containers' nor the idle counters move (they are
+// exported unchanged; a container first seen in such a window is exported
+// at 0), when the GPU has no per-process utilization for the window (the
+// first collection, a GPU without the call; under MIG: an instance
+// without an activity reading), when the energy counter was not read, or
+// when it went down (a driver reload restarts it).
 //
 // Reset semantics: a container's counter lives while its processes are on
 // the GPU. A container with no process on the GPU at a collection is
@@ -52,8 +55,18 @@ type gpuEnergy struct {
 	// counters exist from then on.
 	split   bool
 	idle    float64
-	holders map[Who]float64
+	holders map[holder]float64
 	round   uint64
+	// activity is each GPU instance's activity at the previous reading
+	// (MIG GPUs, SplitMIG), by GPU instance id.
+	activity map[int]float64
+}
+
+// holder is a container on a GPU (instance -1) or on one of its GPU
+// instances: the same container on two instances has two counters.
+type holder struct {
+	instance int
+	Who
 }
 
 // Begin starts a collection.
@@ -77,17 +90,12 @@ func (e *EnergySplitter) End() {
 // GPU's energy counter at this collection, in joules, when ok. It sets
 // d.EnergyKnown, d.IdleEnergyJoules and each container's EnergyJoules.
 // MIG devices (d.GPUInstance >= 0) are left alone: their GPU has one
-// energy counter and NVML no per-process utilization under MIG.
+// energy counter, split between its instances by SplitMIG.
 func (e *EnergySplitter) Split(d *DeviceUsage, joules float64, ok bool) {
 	if d.GPUInstance >= 0 {
 		return
 	}
-	g := e.gpus[d.UUID]
-	if g == nil {
-		g = &gpuEnergy{holders: map[Who]float64{}}
-		e.gpus[d.UUID] = g
-	}
-	g.round = e.round
+	g := e.gpu(d.UUID)
 	delta := joules - g.last
 	window := ok && g.have && delta >= 0 && d.Utilization
 	if ok {
@@ -96,9 +104,9 @@ func (e *EnergySplitter) Split(d *DeviceUsage, joules float64, ok bool) {
 		g.have = false
 	}
 	// Forget the holders gone since the previous collection.
-	for who := range g.holders {
-		if !hasHolder(d.Containers, who) {
-			delete(g.holders, who)
+	for h := range g.holders {
+		if h.instance != -1 || !hasHolder(d.Containers, h.Who) {
+			delete(g.holders, h)
 		}
 	}
 	if window {
@@ -116,7 +124,7 @@ func (e *EnergySplitter) Split(d *DeviceUsage, joules float64, ok bool) {
 			c := &d.Containers[i]
 			share := delta * c.SM * scale
 			charged += share
-			g.holders[c.Who] += share
+			g.holders[holder{-1, c.Who}] += share
 		}
 		if idle := delta - charged; idle > 0 {
 			g.idle += idle
@@ -131,8 +139,19 @@ func (e *EnergySplitter) Split(d *DeviceUsage, joules float64, ok bool) {
 	d.IdleEnergyJoules = g.idle
 	for i := range d.Containers {
 		c := &d.Containers[i]
-		c.EnergyJoules = g.holders[c.Who]
+		c.EnergyJoules = g.holders[holder{-1, c.Who}]
 	}
+}
+
+// gpu returns the state of GPU uuid, marked as seen in this collection.
+func (e *EnergySplitter) gpu(uuid string) *gpuEnergy {
+	g := e.gpus[uuid]
+	if g == nil {
+		g = &gpuEnergy{holders: map[holder]float64{}}
+		e.gpus[uuid] = g
+	}
+	g.round = e.round
+	return g
 }
 
 func hasHolder(cs []Usage, who Who) bool {

@@ -110,7 +110,7 @@ func TestEnergySplitHolderComesBack(t *testing.T) {
 	if !near(energyOf(d, "b"), 100) {
 		t.Fatalf("b = %v after its first window, want 100", energyOf(d, "b"))
 	}
-	if _, ok := e.gpus["GPU-0"].holders[Who{Namespace: "ns", Pod: "a", Container: "main"}]; ok {
+	if _, ok := e.gpus["GPU-0"].holders[holder{-1, Who{Namespace: "ns", Pod: "a", Container: "main"}}]; ok {
 		t.Fatal("a is still counted after it left")
 	}
 	d = split(&e, gpuWith(true, map[string]float64{"a": 0.5, "b": 0.5}), 300, true)

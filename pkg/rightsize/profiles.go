@@ -91,3 +91,38 @@ func ModelFor(product string) (Model, bool) {
 	}
 	return Model{}, false
 }
+
+// ComputeSlices returns the compute slices of a whole GPU of product (the
+// `model` label, as ModelFor reads it): those of its largest profile, the
+// 7 of 7g.80gb. False when the model's MIG profiles are not known here
+// (the A30's four slices, for one, are not listed).
+func ComputeSlices(product string) (int, bool) {
+	m, ok := ModelFor(product)
+	if !ok {
+		return 0, false
+	}
+	n := 0
+	for _, p := range m.Profiles {
+		n = max(n, p.Slices)
+	}
+	return n, n > 0
+}
+
+// ProfileSlices returns the compute slices of a GPU-instance profile from
+// its name: the N of "Ng.…" ("3g.40gb" is 3, "1g.10gb+me" 1). False for a
+// name not of that form (a compute-instance profile "1c.3g.40gb" is not a
+// GPU-instance profile).
+func ProfileSlices(name string) (int, bool) {
+	g, _, ok := strings.Cut(name, ".")
+	if !ok || len(g) < 2 || g[len(g)-1] != 'g' {
+		return 0, false
+	}
+	n := 0
+	for _, r := range g[:len(g)-1] {
+		if r < '0' || r > '9' || n > 100 {
+			return 0, false
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n, n > 0
+}

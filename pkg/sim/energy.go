@@ -4,14 +4,16 @@ import (
 	"math"
 	"time"
 
+	"github.com/gpu-exporter/gpu-exporter/pkg/rightsize"
 	"github.com/gpu-exporter/gpu-exporter/pkg/source"
 )
 
 // Field ids the energy model reads and writes (dcgm_fields.h).
 const (
-	fieldPowerUsage  = 155 // DCGM_FI_DEV_POWER_USAGE, W
-	fieldTotalEnergy = 156 // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ
-	fieldPowerLimit  = 160 // DCGM_FI_DEV_POWER_MGMT_LIMIT, W
+	fieldPowerUsage  = 155  // DCGM_FI_DEV_POWER_USAGE, W
+	fieldTotalEnergy = 156  // DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ
+	fieldPowerLimit  = 160  // DCGM_FI_DEV_POWER_MGMT_LIMIT, W
+	fieldGRActive    = 1001 // DCGM_FI_PROF_GR_ENGINE_ACTIVE, ratio
 )
 
 // idleShare is the simulator's idle draw as a share of the power limit.
@@ -22,7 +24,11 @@ const (
 // energy moves with load, and a window's energy and the processes' shares
 // in it come from the same values: per-process accounting's split adds
 // up on the simulator exactly as NVML's documented semantics make it on
-// a real GPU (processes.EnergySplitter).
+// a real GPU (processes.EnergySplitter). A GPU in MIG mode (in a scenario
+// with processes) has no process utilization: its utilization is its
+// instances' DCGM_FI_PROF_GR_ENGINE_ACTIVE in the same sample, each times
+// its share of the GPU's compute slices (migLoad), the weights
+// processes.EnergySplitter.SplitMIG charges by.
 const idleShare = 0.2
 
 // processEnergy sets, on every GPU with processes, DCGM_FI_DEV_POWER_USAGE
@@ -33,7 +39,7 @@ func (s *Source) processEnergy(smp *source.Sample, seg *segment, t time.Duration
 	if len(s.scn.procs) == 0 {
 		return
 	}
-	power, energy, limit := -1, -1, -1
+	power, energy, limit, gr := -1, -1, -1, -1
 	for c := range s.set {
 		switch s.set[c].ID {
 		case fieldPowerUsage:
@@ -42,6 +48,8 @@ func (s *Source) processEnergy(smp *source.Sample, seg *segment, t time.Duration
 			energy = c
 		case fieldPowerLimit:
 			limit = c
+		case fieldGRActive:
+			gr = c
 		}
 	}
 	if energy < 0 || limit < 0 {
@@ -62,6 +70,9 @@ func (s *Source) processEnergy(smp *source.Sample, seg *segment, t time.Duration
 			continue
 		}
 		u, ok := s.scn.gpuUtilization(ent.GPU, t)
+		if !ok && gr >= 0 {
+			u, ok = s.migLoad(smp, seg, ent, gr)
+		}
 		lim, eng := s.plan[e*n+limit], s.plan[e*n+energy]
 		if !ok || lim == nil || eng == nil {
 			continue
@@ -78,4 +89,28 @@ func (s *Source) processEnergy(smp *source.Sample, seg *segment, t time.Duration
 			smp.Set(r, power, source.FloatValue(watts))
 		}
 	}
+}
+
+// migLoad is the load of MIG GPU gpu in sample smp, in percent: the sum
+// over its instances of their graphics-engine activity (column gr; blank
+// is 0) times their compute slices over the GPU's. ok is false for a GPU
+// without instances, or whose slices pkg/rightsize does not know.
+func (s *Source) migLoad(smp *source.Sample, seg *segment, gpu *source.Entity, gr int) (float64, bool) {
+	total, ok := rightsize.ComputeSlices(gpu.Model)
+	if !ok {
+		return 0, false
+	}
+	n := len(s.set)
+	sum, any := 0.0, false
+	for r, e := range seg.rows {
+		in := &s.scn.entities[e]
+		if in.Kind != source.GPUInstance || in.GPU != gpu.GPU {
+			continue
+		}
+		any = true
+		slices, _ := rightsize.ProfileSlices(in.MIGProfile)
+		a, _ := smp.Values[r*n+gr].Number()
+		sum += min(max(a, 0), 1) * float64(slices) / float64(total)
+	}
+	return min(sum, 1) * 100, any
 }

@@ -3,7 +3,11 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,58 +35,8 @@ func TestSharedGPURules(t *testing.T) {
 	s := startSimPrometheus(t, []simTarget{{scenario: "timeslicing", args: []string{"--collect.processes=container"}}},
 		map[string][]byte{rules.RecordingFile: recording})
 
-	type check struct {
-		query string
-		// want checks the result; nil means "some data".
-		want func([]sample) []string
-	}
-	between := func(lo, hi float64) func([]sample) []string {
-		return func(r []sample) []string {
-			var bad []string
-			for _, x := range r {
-				if !(x.value >= lo && x.value <= hi) {
-					bad = append(bad, fmt.Sprintf("%v not in [%g, %g]", x, lo, hi))
-				}
-			}
-			return bad
-		}
-	}
-	byLabel := func(label string, want map[string]func(float64) bool) func([]sample) []string {
-		return func(r []sample) []string {
-			seen := map[string]bool{}
-			var bad []string
-			for _, x := range r {
-				v := x.labels[label]
-				seen[v] = true
-				if ok, known := want[v]; known && !ok(x.value) {
-					bad = append(bad, fmt.Sprintf("%s=%s: unexpected value %g", label, v, x.value))
-				}
-			}
-			for v := range want {
-				if !seen[v] {
-					bad = append(bad, fmt.Sprintf("no series with %s=%s", label, v))
-				}
-			}
-			return bad
-		}
-	}
-	// exactly is byLabel that also refuses series of other values.
-	exactly := func(label string, want map[string]func(float64) bool) func([]sample) []string {
-		return func(r []sample) []string {
-			bad := byLabel(label, want)(r)
-			for _, x := range r {
-				if _, ok := want[x.labels[label]]; !ok {
-					bad = append(bad, fmt.Sprintf("unexpected series %v", x))
-				}
-			}
-			return bad
-		}
-	}
-	equal := func(w float64) func(float64) bool { return func(v float64) bool { return math.Abs(v-w) < 1e-9 } }
 	zero := func(v float64) bool { return v == 0 }
-	// Between 1 and 400 W: the scenario's GPUs draw at most their 400 W
-	// limit, and a busy holder's share of that is well above a watt.
-	watts := func(v float64) bool { return v > 1 && v <= 400 }
+	watts := wattsUpTo(400) // the scenario's power limit
 	checks := map[string]check{
 		// Per workload: the MPS clients (Deployment embed) and shared-a
 		// (StatefulSet shared) draw power; shared-b (no SM time) none.
@@ -130,12 +84,126 @@ func TestSharedGPURules(t *testing.T) {
 		"orphan processes": {`gpu_orphan_processes > 0`, byLabel("gpu", map[string]func(float64) bool{"3": func(v float64) bool { return v == 1 }})},
 		"orphan memory":    {`gpu_orphan_memory_used_bytes > 0`, byLabel("gpu", map[string]func(float64) bool{"3": func(v float64) bool { return v == 6<<30 }})},
 	}
+	pollChecks(t, s, checks)
+
+	t.Run("energy conservation", func(t *testing.T) { testEnergyConservation(t, s, 4) })
+}
+
+// TestMIGEnergyRules is the same check on the simulator's MIG node (GPU 0:
+// four busy 1g instances and three free ones; GPU 1: a busy 3g trainer, an
+// idle 2g instance held by dev-0, a 1g notebook that steps; GPU 2 whole,
+// one trainer): each MIG GPU's energy is split between its instances'
+// containers by their graphics-engine activity times their compute slices
+// (docs/shared-gpus.md), so the per-workload energy rule returns data for
+// the pods on MIG instances, dev-0's idle instance at 0 W, and energy is
+// conserved per physical GPU: the containers' energy over all its
+// instances plus the GPU's one idle counter equals its counter's increase.
+func TestMIGEnergyRules(t *testing.T) {
+	recording, err := rules.Raw(rules.RecordingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSimPrometheus(t, []simTarget{{scenario: "mig", args: []string{"--collect.processes=container"}}},
+		map[string][]byte{rules.RecordingFile: recording})
+	watts := wattsUpTo(700) // the scenario's power limit
+	zero := func(v float64) bool { return v == 0 }
+	pollChecks(t, s, map[string]check{
+		"energy per workload": {`workload:gpu_container_energy_joules:rate5m`, byLabel("workload_name", map[string]func(float64) bool{
+			"small-model": watts, "trainer-mig": watts, "notebook-1": watts, "dev-0": zero, "trainer-1": watts,
+		})},
+		"energy per namespace": {`namespace:gpu_container_energy_joules:rate5m`, byLabel("namespace", map[string]func(float64) bool{
+			"ml": watts, "inference": watts, "research": watts,
+		})},
+		// The MIG instances' containers: one series per container and
+		// instance, labelled with the instance.
+		"energy per instance": {`rate(gpu_container_energy_joules_total{gpu_instance!=""}[5m])`, byLabel("gpu_instance", map[string]func(float64) bool{
+			"7": watts, "10": watts, "2": watts, "3": zero, "9": watts,
+		})},
+		// One idle counter per physical GPU, none per instance.
+		"idle energy per GPU": {`count by (uuid) (gpu_idle_energy_joules_total{gpu_instance=""})`, func(r []sample) []string {
+			if len(r) != 3 {
+				return []string{fmt.Sprintf("%d GPUs with an idle counter, want 3: %v", len(r), r)}
+			}
+			return nil
+		}},
+		"no idle energy per instance": {`count(gpu_idle_energy_joules_total{gpu_instance!=""}) or vector(0)`, between(0, 0)},
+	})
+	t.Run("energy conservation", func(t *testing.T) { testEnergyConservation(t, s, 3) })
+}
+
+// check is a query and what its result must be; want nil means "some
+// data".
+type check struct {
+	query string
+	want  func([]sample) []string
+}
+
+// between checks that every value is within [lo, hi].
+func between(lo, hi float64) func([]sample) []string {
+	return func(r []sample) []string {
+		var bad []string
+		for _, x := range r {
+			if !(x.value >= lo && x.value <= hi) {
+				bad = append(bad, fmt.Sprintf("%v not in [%g, %g]", x, lo, hi))
+			}
+		}
+		return bad
+	}
+}
+
+// byLabel checks that there is a series for every value of label in want,
+// whose value passes want's test.
+func byLabel(label string, want map[string]func(float64) bool) func([]sample) []string {
+	return func(r []sample) []string {
+		seen := map[string]bool{}
+		var bad []string
+		for _, x := range r {
+			v := x.labels[label]
+			seen[v] = true
+			if ok, known := want[v]; known && !ok(x.value) {
+				bad = append(bad, fmt.Sprintf("%s=%s: unexpected value %g", label, v, x.value))
+			}
+		}
+		for v := range want {
+			if !seen[v] {
+				bad = append(bad, fmt.Sprintf("no series with %s=%s", label, v))
+			}
+		}
+		return bad
+	}
+}
+
+// exactly is byLabel that also refuses series of other values.
+func exactly(label string, want map[string]func(float64) bool) func([]sample) []string {
+	return func(r []sample) []string {
+		bad := byLabel(label, want)(r)
+		for _, x := range r {
+			if _, ok := want[x.labels[label]]; !ok {
+				bad = append(bad, fmt.Sprintf("unexpected series %v", x))
+			}
+		}
+		return bad
+	}
+}
+
+// equal is a value within 1e-9 of w.
+func equal(w float64) func(float64) bool { return func(v float64) bool { return math.Abs(v-w) < 1e-9 } }
+
+// wattsUpTo is a power between 1 W and limit: a busy holder's share of a
+// GPU's draw is well above a watt, and no GPU draws above its limit.
+func wattsUpTo(limit float64) func(float64) bool {
+	return func(v float64) bool { return v > 1 && v <= limit }
+}
+
+// pollChecks polls Prometheus until every check passes: rate(...[5m])
+// needs two samples of each counter, a few seconds.
+func pollChecks(t *testing.T, s *stack, checks map[string]check) {
+	t.Helper()
 	names := make([]string, 0, len(checks))
 	for name := range checks {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	// rate(...[5m]) needs two samples of each counter: a few seconds.
 	poll.Problems(t, 60*time.Second, time.Second, func() []string {
 		var problems []string
 		for _, name := range names {
@@ -146,7 +214,7 @@ func TestSharedGPURules(t *testing.T) {
 				problems = append(problems, fmt.Sprintf("%s: %v", name, err))
 			case len(r) == 0:
 				problems = append(problems, fmt.Sprintf("%s: no data: %s", name, c.query))
-			default:
+			case c.want != nil:
 				for _, p := range c.want(r) {
 					problems = append(problems, fmt.Sprintf("%s (%s): %s", name, c.query, p))
 				}
@@ -154,8 +222,6 @@ func TestSharedGPURules(t *testing.T) {
 		}
 		return problems
 	})
-
-	t.Run("energy conservation", func(t *testing.T) { testEnergyConservation(t, s) })
 }
 
 // TestKAIShareRules: on the simulator's KAI Scheduler node, the
@@ -198,13 +264,16 @@ func TestKAIShareRules(t *testing.T) {
 // testEnergyConservation: over a window, per GPU, the increase of its
 // holders' gpu_container_energy_joules_total (orphans and host processes
 // included) plus that of gpu_idle_energy_joules_total equals the increase
-// of gpu_energy_joules_total (one copy per holder: max by uuid). All three
+// of gpu_energy_joules_total (one copy per holder: max by uuid), on each
+// of gpus GPUs; a MIG GPU's containers are summed over its instances (their
+// uuid is the GPU's) and its idle counter is the GPU's alone. All three
 // come from the same scrapes, so increase()'s extrapolation scales them
 // alike; what is left is the GPU counter's millijoule rounding and
-// floating-point error.
-func testEnergyConservation(t *testing.T, s *stack) {
+// floating-point error. The holders' side is the query docs/shared-gpus.md
+// gives users, over 20s instead of 1h.
+func testEnergyConservation(t *testing.T, s *stack, gpus int) {
 	const window = "20s"
-	parts := fmt.Sprintf(`sum by (uuid) (increase(gpu_container_energy_joules_total[%[1]s])) + on (uuid) max by (uuid) (increase(gpu_idle_energy_joules_total[%[1]s]))`, window)
+	parts := strings.ReplaceAll(documentedConservationQuery(t), "[1h]", "["+window+"]")
 	whole := fmt.Sprintf(`max by (uuid) (increase(gpu_energy_joules_total[%s]))`, window)
 	var worst float64 // the largest relative difference of the last round
 	poll.Problems(t, 40*time.Second, 2*time.Second, func() []string {
@@ -216,8 +285,8 @@ func testEnergyConservation(t *testing.T, s *stack) {
 		if err != nil {
 			return []string{err.Error()}
 		}
-		if len(p) != 4 || len(w) != 4 {
-			return []string{fmt.Sprintf("want 4 GPUs on both sides, got holders+idle %v, counter %v", p, w)}
+		if len(p) != gpus || len(w) != gpus {
+			return []string{fmt.Sprintf("want %d GPUs on both sides, got holders+idle %v, counter %v", gpus, p, w)}
 		}
 		counter := map[string]float64{}
 		for _, x := range w {
@@ -239,4 +308,19 @@ func testEnergyConservation(t *testing.T, s *stack) {
 		return problems
 	})
 	t.Logf("holders + idle vs counter over %s: largest relative difference %.2g", window, worst)
+}
+
+// documentedConservationQuery is the holders-plus-idle query of
+// docs/shared-gpus.md's "Conservation" paragraph, the one users copy.
+func documentedConservationQuery(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "shared-gpus.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`(sum by \\(uuid\\) \\(increase\\(gpu_container_energy_joules_total\\[1h\\]\\)\\)[^`]*)`").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/shared-gpus.md gives no holders-plus-idle query")
+	}
+	return string(m[1])
 }
