@@ -124,15 +124,17 @@ func (b *builder) objects(n *yaml.Node, p string) error {
 
 // SimulatedPods answers what the Kubernetes API would tell of the
 // scenario's pods: their workloads, resolved through the scenario's
-// objects by the exporter's own resolution (podlabels.Static). Nil when
-// no pod names an owner or a label, and the scenario has no objects.
+// objects by the exporter's own resolution (podlabels.Static), and what
+// their annotations say (KAI Scheduler's fraction container, HAMi's
+// allocation). Nil when no pod names an owner, a label or an annotation,
+// and the scenario has no objects.
 func (s *Source) SimulatedPods() *podlabels.Static {
 	scn := s.scn
 	var pods []podlabels.StaticPod
 	described := len(scn.objects) > 0
 	for i := range scn.pods {
 		p := &scn.pods[i].pod
-		described = described || p.Owner != nil || len(p.Labels) > 0
+		described = described || p.Owner != nil || len(p.Labels) > 0 || len(p.Annotations) > 0
 		sp := podlabels.StaticPod{Namespace: p.Namespace, Name: p.Name, Owner: p.Owner, Labels: p.Labels, Annotations: p.Annotations}
 		for _, c := range p.Containers {
 			sp.Containers = append(sp.Containers, c.Name)
