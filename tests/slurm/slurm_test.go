@@ -336,7 +336,9 @@ func TestPrologEnvCorpus(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				stderr := n.run("prolog", append(env, "GPU_JOB_MAPPING_NVIDIA_CAPS="+capsDir)...)
+				// A copy: the shells' subtests run in parallel, and appending
+				// to the shared env would write its spare capacity from each.
+				stderr := n.run("prolog", slices.Concat(env, []string{"GPU_JOB_MAPPING_NVIDIA_CAPS=" + capsDir})...)
 				n.expect("prolog", want)
 				for _, l := range logs {
 					if !strings.Contains(stderr, l) {
