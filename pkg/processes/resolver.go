@@ -212,11 +212,12 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 	r.read(ctx)
 	r.misses, r.again = r.misses[:0], r.again[:0]
 	for i, l := range in {
+		o := &out[i]
 		res := r.results[i]
 		c, ok := r.cache[l.PID]
 		var start uint64
 		var err error
-		if held := r.files[i].Held; held != nil {
+		if r.files[i].Held != nil {
 			// The held file answers for the process it is bound to, the
 			// one cached with its start time.
 			err = alive(l.PID, res)
@@ -231,19 +232,19 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 				r.again = append(r.again, i)
 				continue
 			}
-			out[i] = Resolution{Err: err}
+			*o = Resolution{Err: err}
 			continue
 		}
 		switch {
 		case ok && c.start == start:
 			c.round = r.round
 			r.cache[l.PID] = c
-			out[i] = Resolution{Owner: c.owner, Limits: c.limits}
+			*o = Resolution{Owner: c.owner, Limits: c.limits}
 		case l.Known && ok:
 			r.forget(l.PID)
-			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and reused: %w", l.PID, ErrExited)}
+			*o = Resolution{Err: fmt.Errorf("pid %d: not listed and reused: %w", l.PID, ErrExited)}
 		case l.Known:
-			out[i] = Resolution{Err: fmt.Errorf("pid %d: not listed and not seen before: %w", l.PID, ErrExited)}
+			*o = Resolution{Err: fmt.Errorf("pid %d: not listed and not seen before: %w", l.PID, ErrExited)}
 		default:
 			if ok && c.held != nil {
 				c.held.Close()
