@@ -147,22 +147,9 @@ func (a *app) openSource(ctx context.Context) (kubeletSocket string, err error) 
 	return opened.KubeletSocket, nil
 }
 
-// hostname is the hostname label's value, chosen as dcgm-exporter chooses
-// it: the remote hostengine's host when one is used and pods are not
-// attributed, else $NODE_NAME, else the host name.
+// hostname is the hostname label's value (exposition.HostnameValue).
 func (a *app) hostname() string {
-	if host := a.o.source.Traits().RemoteHost; host != "" && a.pods == nil {
-		return host
-	}
-	if a.o.nodeName != "" {
-		return a.o.nodeName
-	}
-	h, err := os.Hostname()
-	if err != nil {
-		a.logger.Warn("host name unknown; the hostname label is left out", "err", err)
-		return ""
-	}
-	return h
+	return exposition.HostnameValue(a.o.source.Traits().RemoteHost, a.pods != nil, a.o.nodeName, a.logger)
 }
 
 // run serves until ctx is done or the server fails, reloading the counters file on SIGHUP.

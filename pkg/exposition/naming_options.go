@@ -3,6 +3,7 @@ package exposition
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -77,6 +78,25 @@ func (o *NamingOptions) DCGMFor(hostname func() string) DCGMOptions {
 	}
 	d.Hostname = hostname()
 	return d
+}
+
+// HostnameValue is the hostname label's value, chosen as dcgm-exporter
+// chooses it: remote, the remote hostengine's host, when one is used and
+// pods are not attributed; else node ($NODE_NAME); else the host name,
+// or "" (the label left out, logged) when it is unknown.
+func HostnameValue(remote string, attributed bool, node string, logger *slog.Logger) string {
+	if remote != "" && !attributed {
+		return remote
+	}
+	if node != "" {
+		return node
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		logger.Warn("host name unknown; the hostname label is left out", "err", err)
+		return ""
+	}
+	return h
 }
 
 // Idle returns the --naming.* flags given (changed says which) that have

@@ -3,6 +3,7 @@ package exposition
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"testing"
 
@@ -80,6 +81,33 @@ func TestStartupLog(t *testing.T) {
 		}
 		if got != tc.want || level != tc.level {
 			t.Errorf("%v: %v %q, want %v %q", tc.args, level, got, tc.level, tc.want)
+		}
+	}
+}
+
+// The hostname label's value, as dcgm-exporter picks it: the remote
+// hostengine's host without pod attribution, else the node name, else the
+// host name.
+func TestHostnameValue(t *testing.T) {
+	t.Parallel()
+	logger := slog.New(slog.DiscardHandler)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		remote     string
+		attributed bool
+		node, want string
+	}{
+		{"dcgm-host", false, "node-7", "dcgm-host"},
+		{"dcgm-host", true, "node-7", "node-7"},
+		{"", false, "node-7", "node-7"},
+		{"", false, "", host},
+		{"dcgm-host", true, "", host},
+	} {
+		if got := HostnameValue(tc.remote, tc.attributed, tc.node, logger); got != tc.want {
+			t.Errorf("HostnameValue(%q, %v, %q) = %q, want %q", tc.remote, tc.attributed, tc.node, got, tc.want)
 		}
 	}
 }
