@@ -55,6 +55,8 @@ func TestKustomize(t *testing.T) {
 		{"base+components", both, want{}, []string{"ServiceMonitor", "PodMonitor"}},
 		{"overlays/process-accounting", filepath.Join(kustomizeDir, "overlays", "process-accounting"),
 			want{podReader: true, hostProcesses: true}, nil},
+		{"overlays/workload-info", filepath.Join(kustomizeDir, "overlays", "workload-info"),
+			want{podReader: true}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +112,34 @@ func TestKustomizeProcessAccounting(t *testing.T) {
 	}
 	if rules := list(role, "rules"); len(rules) != 1 || !reflect.DeepEqual(stringList(rules[0], "verbs"), []string{"list", "watch"}) {
 		t.Errorf("pod-reader rules = %v, want list and watch on pods", rules)
+	}
+}
+
+// The workload-info overlay renders what the chart's
+// kubernetes.workloadInfo does: the flag at the same place, and the same
+// pod-reader and workload-reader rules.
+func TestKustomizeWorkloadInfo(t *testing.T) {
+	t.Parallel()
+	_, kobjs := kustomizeBuild(t, filepath.Join(kustomizeDir, "overlays", "workload-info"))
+	_, hobjs := render(t, chartDir, map[string]any{"kubernetes": map[string]any{"workloadInfo": true}})
+	kexp := byName(list(get(only(t, kobjs, "DaemonSet"), "spec", "template", "spec"), "containers"), "exporter")
+	hexp := byName(list(get(only(t, hobjs, "DaemonSet"), "spec", "template", "spec"), "containers"), "exporter")
+	if !equalYAML(kexp["args"], hexp["args"]) {
+		t.Errorf("exporter args differ:\nkustomize %v\nhelm      %v", kexp["args"], hexp["args"])
+	}
+	rules := func(objs []object, name string) any {
+		for _, o := range find(objs, "ClusterRole") {
+			if strings.HasSuffix(o.name(), name) {
+				return get(o, "rules")
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"-pod-reader", "-workload-reader"} {
+		k, h := rules(kobjs, name), rules(hobjs, name)
+		if k == nil || !equalYAML(k, h) {
+			t.Errorf("ClusterRole *%s rules differ:\nkustomize %v\nhelm      %v", name, k, h)
+		}
 	}
 }
 
