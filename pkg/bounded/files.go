@@ -62,6 +62,11 @@ func Lstat(ctx context.Context, path string, timeout time.Duration) (fs.FileInfo
 	return Call(ctx, path, timeout, func() (fs.FileInfo, error) { return os.Lstat(path) })
 }
 
+// Readlink is os.Readlink bounded by ctx and timeout (0: ctx only).
+func Readlink(ctx context.Context, path string, timeout time.Duration) (string, error) {
+	return Call(ctx, path, timeout, func() (string, error) { return os.Readlink(path) })
+}
+
 // Glob is filepath.Glob bounded by ctx and timeout (0: ctx only): it
 // lists directories, which block on a hung mount as reads do.
 func Glob(ctx context.Context, pattern string, timeout time.Duration) ([]string, error) {

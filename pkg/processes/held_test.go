@@ -81,37 +81,72 @@ func TestResolverPIDReusedWhileHeld(t *testing.T) {
 	}
 }
 
-// TestResolverRealProcfs runs the resolver on the host's /proc: a child
-// process resolves, is answered from its held liveness file while it runs, and
-// is ErrExited once reaped, whoever takes its PID.
+// TestResolverRealProcfs runs the resolver on the host's /proc, which
+// shows the test's own PID namespace: a child process resolves, is
+// answered while it runs from its pidfd (one poll, no file read at all)
+// or, with pidfds off, from its held liveness file, and is ErrExited once
+// reaped, whoever takes its PID.
 func TestResolverRealProcfs(t *testing.T) {
 	t.Parallel()
-	r, err := NewResolver("/proc", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Skipf("no child process: %v", err)
-	}
-	pid := uint32(cmd.Process.Pid) //nolint:gosec // a PID fits
-	for range 2 {
+	for _, pidfds := range []bool{true, false} {
+		r, err := NewResolver("/proc", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if !r.pidfds {
+			t.Fatal("/proc shows this process's PID namespace, but the resolver holds no pidfds")
+		}
+		r.pidfds = pidfds
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Skipf("no child process: %v", err)
+		}
+		pid := uint32(cmd.Process.Pid) //nolint:gosec // a PID fits
 		r.Begin()
 		if _, err := r.Resolve(t.Context(), pid); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Fatalf("running child: %v", err)
+			t.Fatalf("pidfds %v: running child: %v", pidfds, err)
+		}
+		c := r.cache[pid]
+		if pidfds && (c.pidfd == 0 || c.held != nil) || !pidfds && (c.pidfd != 0 || c.held == nil) {
+			t.Errorf("pidfds %v: the child is held by pidfd %d, file %v", pidfds, c.pidfd-1, c.held)
+		}
+		if pidfds {
+			r.batch.ReadFile = func(path string, _ int64, _ []byte) ([]byte, error) {
+				return nil, errors.New("path read of " + path)
+			}
+		}
+		r.Begin()
+		if _, err := r.Resolve(t.Context(), pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("pidfds %v: cached child: %v", pidfds, err)
+		}
+		r.batch.ReadFile = nil
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		r.Begin()
+		if _, err := r.ResolveKnown(t.Context(), pid); !errors.Is(err, ErrExited) {
+			t.Fatalf("pidfds %v: reaped child: %v, want ErrExited", pidfds, err)
 		}
 	}
-	if r.cache[pid].held == nil {
-		t.Error("the child's liveness file is not held")
+}
+
+// A directory laid out as procfs (no "self" link to this process) holds
+// no pidfds: its PIDs are not this namespace's.
+func TestResolverNoPidfdsOnFakeProcfs(t *testing.T) {
+	t.Parallel()
+	r, root := newTestResolver(t, 0)
+	if r.pidfds {
+		t.Fatal("a fake procfs gets pidfds")
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	r.Begin()
-	if _, err := r.ResolveKnown(t.Context(), pid); !errors.Is(err, ErrExited) {
-		t.Fatalf("reaped child: %v, want ErrExited", err)
+	if err := os.Symlink("1", filepath.Join(root, "self")); err != nil {
+		t.Fatal(err)
+	}
+	if r2, _ := NewResolver(root, 0); r2.pidfds {
+		t.Error("a procfs whose self is another process gets pidfds")
 	}
 }
 

@@ -81,7 +81,14 @@ type Resolver struct {
 	misses  []miss
 	again   []int
 	path    []byte
-	// holdMax bounds the liveness files held open (bounded.HoldLimit: a
+	// pidfds says cached processes are held by pidfds (pidfd_linux.go):
+	// procfs shows the exporter's own PID namespace. pfds, fileIdx and
+	// newPidfds are reused by ResolveAll.
+	pidfds    bool
+	pfds      pidfdSet
+	fileIdx   []int
+	newPidfds []int
+	// holdMax bounds the liveness files and pidfds held open (bounded.HoldLimit: a
 	// quarter of the open-file limit); held counts them as of the last
 	// End, holds what this collection asked for since.
 	holdMax, held, holds int
@@ -115,8 +122,10 @@ type cached struct {
 	limits Limits
 	round  uint64
 	// held is the process's liveness file (aliveFile), kept open; nil
-	// where it could not be.
+	// where it could not be or a pidfd holds the process.
 	held *bounded.Held
+	// pidfd is the process's pidfd plus one; 0: none.
+	pidfd int
 }
 
 // NewResolver returns a Resolver reading procfs (a directory laid out as
@@ -132,8 +141,9 @@ func NewResolver(procfs string, maxCached int) (*Resolver, error) {
 	if maxCached == 0 {
 		maxCached = DefaultMaxCached
 	}
+	self, err := bounded.Readlink(context.Background(), procfs+"/self", ProcReadTimeout)
 	return &Resolver{root: procfs, max: maxCached, cache: map[uint32]cached{}, batch: bounded.Batch{Stall: ProcReadTimeout},
-		holdMax: min(maxCached, bounded.HoldLimit())}, nil
+		holdMax: min(maxCached, bounded.HoldLimit()), pidfds: err == nil && pidfdsFor(self)}, nil
 }
 
 // Begin starts a collection.
@@ -146,7 +156,7 @@ func (r *Resolver) End() {
 	for pid, c := range r.cache {
 		if c.round != r.round {
 			r.forget(pid)
-		} else if c.held != nil {
+		} else if c.held != nil || c.pidfd != 0 {
 			r.held++
 		}
 	}
@@ -201,34 +211,53 @@ func (r *Resolver) ResolveKnown(ctx context.Context, pid uint32) (Owner, error) 
 // may have taken it. A cached PID held by no file (past the hold limit)
 // has its stat read by path and its start time compared.
 func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution) {
-	r.files = r.files[:0]
+	r.files, r.fileIdx = r.files[:0], r.fileIdx[:0]
+	r.pfds.reset()
 	for _, l := range in {
-		if c, ok := r.cache[l.PID]; ok && c.held != nil {
+		c, ok := r.cache[l.PID]
+		switch {
+		case ok && c.pidfd != 0:
+			// -1 - the pidfd's place in the poll set.
+			r.fileIdx = append(r.fileIdx, -1-r.pfds.add(c.pidfd-1))
+		case ok && c.held != nil:
+			r.fileIdx = append(r.fileIdx, len(r.files))
 			r.files = append(r.files, bounded.File{Path: c.held.Path(), Limit: MaxAliveBytes, Held: c.held})
-			continue
+		default:
+			r.fileIdx = append(r.fileIdx, len(r.files))
+			r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes})
 		}
-		r.files = append(r.files, bounded.File{Path: r.procPath(l.PID, "stat"), Limit: MaxStatBytes})
 	}
+	// One poll for every process held by a pidfd; it does not wait. A
+	// failed poll sends them all to be resolved anew.
+	pollErr := r.pfds.poll()
 	r.read(ctx)
 	r.misses, r.again = r.misses[:0], r.again[:0]
 	for i, l := range in {
 		o := &out[i]
-		res := r.results[i]
 		c, ok := r.cache[l.PID]
 		var start uint64
 		var err error
-		if r.files[i].Held != nil {
-			// The held file answers for the process it is bound to, the
-			// one cached with its start time.
+		var res bounded.Result
+		switch k := r.fileIdx[i]; {
+		case k < 0:
+			// The pidfd answers for the process it is bound to.
+			if pollErr != nil || r.pfds.exited(-1-k) {
+				err = fmt.Errorf("pid %d: %w", l.PID, ErrExited)
+			}
+			start = c.start
+		case r.files[k].Held != nil:
+			// So does the held file.
+			res = r.results[k]
 			err = alive(l.PID, res)
 			start = c.start
-		} else {
-			start, err = r.startTime(l.PID, r.files[i].Path, res)
+		default:
+			res = r.results[k]
+			start, err = r.startTime(l.PID, r.files[k].Path, res)
 		}
 		if err != nil {
 			res.Held.Close()
 			r.forget(l.PID)
-			if ok && c.held != nil && !l.Known && errors.Is(err, ErrExited) {
+			if ok && (c.held != nil || c.pidfd != 0) && !l.Known && errors.Is(err, ErrExited) {
 				r.again = append(r.again, i)
 				continue
 			}
@@ -246,9 +275,10 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 		case l.Known:
 			*o = Resolution{Err: fmt.Errorf("pid %d: not listed and not seen before: %w", l.PID, ErrExited)}
 		default:
-			if ok && c.held != nil {
+			if ok && (c.held != nil || c.pidfd != 0) {
 				c.held.Close()
-				c.held = nil
+				closePidfd(c.pidfd - 1)
+				c.held, c.pidfd = nil, 0
 				r.cache[l.PID] = c
 			}
 			r.misses = append(r.misses, miss{i: i, start: start})
@@ -258,13 +288,19 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 	if len(r.misses) == 0 {
 		return
 	}
-	r.files = r.files[:0]
+	r.files, r.newPidfds = r.files[:0], r.newPidfds[:0]
 	for _, m := range r.misses {
 		pid := in[m.i].PID
-		// The liveness file, cgroup and environ before the second stat:
-		// the stat read vouches for the reads before it.
+		// The pidfd (opened now), liveness file, cgroup and environ before
+		// the second stat: the stat read vouches for what was opened and
+		// read before it, back to the first.
+		hold, pfd := r.hold(), -1
+		if hold && r.pidfds {
+			pfd = openPidfd(pid)
+		}
+		r.newPidfds = append(r.newPidfds, pfd)
 		r.files = append(r.files,
-			bounded.File{Path: r.procPath(pid, aliveFile), Limit: MaxAliveBytes, Hold: r.hold()},
+			bounded.File{Path: r.procPath(pid, aliveFile), Limit: MaxAliveBytes, Hold: hold && pfd < 0},
 			bounded.File{Path: r.procPath(pid, "cgroup"), Limit: MaxCgroupBytes},
 			bounded.File{Path: r.procPath(pid, "environ"), Limit: MaxEnvironBytes},
 			bounded.File{Path: r.procPath(pid, "stat"), Limit: MaxStatBytes})
@@ -273,7 +309,7 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 	const per = 4 // files read per miss
 	for k, m := range r.misses {
 		pid := in[m.i].PID
-		held := r.results[per*k].Held
+		held, pfd := r.results[per*k].Held, r.newPidfds[k]
 		if alive(pid, r.results[per*k]) != nil {
 			// Not held, but no verdict either: the stat reads around it
 			// tell whether the process is still the one first read (a
@@ -301,13 +337,15 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 		if err != nil {
 			r.forget(pid)
 			held.Close()
+			closePidfd(pfd)
 			out[m.i] = Resolution{Err: err}
 			continue
 		}
 		if _, ok := r.cache[pid]; ok || len(r.cache) < r.max {
-			r.cache[pid] = cached{start: m.start, owner: owner, limits: limits, round: r.round, held: held}
+			r.cache[pid] = cached{start: m.start, owner: owner, limits: limits, round: r.round, held: held, pidfd: pfd + 1}
 		} else {
 			held.Close()
+			closePidfd(pfd)
 			r.Uncached++
 		}
 		out[m.i] = Resolution{Owner: owner, Limits: limits}
@@ -339,6 +377,7 @@ func (r *Resolver) readAgain(ctx context.Context, in []Lookup, out []Resolution)
 func (r *Resolver) forget(pid uint32) {
 	if c, ok := r.cache[pid]; ok {
 		c.held.Close()
+		closePidfd(c.pidfd - 1)
 		delete(r.cache, pid)
 	}
 }
