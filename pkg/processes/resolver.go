@@ -208,8 +208,11 @@ func (r *Resolver) ResolveKnown(ctx context.Context, pid uint32) (Owner, error) 
 // that showed the same start time, so it is bound to the process those
 // reads and the cgroup read between them saw. A listed PID whose held
 // file says the process is gone is resolved anew by path: another process
-// may have taken it. A cached PID held by no file (past the hold limit)
-// has its stat read by path and its start time compared.
+// may have taken it. Where procfs shows the exporter's own PID namespace,
+// a pidfd holds a cached process instead (pidfd_linux.go), opened where
+// the liveness file would be, and one poll(2) over all of them replaces
+// the reads. A cached PID held by neither (past the hold limit) has its
+// stat read by path and its start time compared.
 func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution) {
 	r.files, r.fileIdx = r.files[:0], r.fileIdx[:0]
 	r.pfds.reset()
