@@ -23,8 +23,7 @@ type AnnotatedHolders interface {
 type annotatedMoves struct {
 	// moved are the pods whose holdings the annotation replaces.
 	moved map[podKey]bool
-	// add are their containers' holdings, by GPU UUID, sorted as
-	// Table.Holders sorts.
+	// add are their containers' holdings, by GPU UUID.
 	add map[string][]podresources.Holder
 }
 
@@ -82,12 +81,13 @@ func annotatedHolders(a AnnotatedHolders, table *podresources.Table, all *source
 			}
 		}
 	}
-	for u := range m.add {
-		slices.SortFunc(m.add[u], func(a, b podresources.Holder) int {
-			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container))
-		})
-	}
 	return m
+}
+
+// compareContainers orders holders by namespace, pod and container, as
+// Table.Holders lists them.
+func compareContainers(a, b podresources.Holder) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container))
 }
 
 // covers reports whether the annotation gives GPUs of the inventory to
@@ -124,8 +124,6 @@ func (m annotatedMoves) apply(e *source.Entity, hs []podresources.Holder) []podr
 		}
 	}
 	out = append(out, add...)
-	slices.SortStableFunc(out, func(a, b podresources.Holder) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container))
-	})
+	slices.SortStableFunc(out, compareContainers)
 	return out
 }

@@ -146,8 +146,7 @@ func holdersThrough(table *podresources.Table, hs []podresources.Holder, views [
 		all = append(all, table.Holders(&views[i])...)
 	}
 	slices.SortStableFunc(all, func(a, b podresources.Holder) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Container, b.Container),
-			cmp.Compare(a.PodUID, b.PodUID), cmp.Compare(a.Resource, b.Resource))
+		return cmp.Or(compareContainers(a, b), cmp.Compare(a.PodUID, b.PodUID), cmp.Compare(a.Resource, b.Resource))
 	})
 	out := all[:0]
 	for _, h := range all {

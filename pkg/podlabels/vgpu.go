@@ -150,14 +150,15 @@ func (a vgpuAlloc) containers(holding []string) (map[string][]string, bool) {
 		}
 		return out
 	}
+	all := slices.Concat(a.init, a.ctrs)
 	switch n := len(a.entries); {
-	case len(a.init) > 0 && n == len(a.init)+len(a.ctrs):
-		return byPosition(append(slices.Clone(a.init), a.ctrs...)), true
+	case len(a.init) > 0 && n == len(all):
+		return byPosition(all), true
 	case n == len(a.ctrs):
 		return byPosition(a.ctrs), true
 	}
 	var held []string
-	for _, c := range append(slices.Clone(a.init), a.ctrs...) {
+	for _, c := range all {
 		if slices.Contains(holding, c) {
 			held = append(held, c)
 		}

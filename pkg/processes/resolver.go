@@ -162,7 +162,7 @@ func (r *Resolver) End() {
 	}
 }
 
-// hold reports whether one more liveness file may be held open.
+// hold reports whether one more liveness file or pidfd may be held open.
 func (r *Resolver) hold() bool {
 	if r.held+r.holds >= r.holdMax {
 		return false
@@ -240,7 +240,6 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 		c, ok := r.cache[l.PID]
 		var start uint64
 		var err error
-		var res bounded.Result
 		switch k := r.fileIdx[i]; {
 		case k < 0:
 			// The pidfd answers for the process it is bound to.
@@ -250,15 +249,12 @@ func (r *Resolver) ResolveAll(ctx context.Context, in []Lookup, out []Resolution
 			start = c.start
 		case r.files[k].Held != nil:
 			// So does the held file.
-			res = r.results[k]
-			err = alive(l.PID, res)
+			err = alive(l.PID, r.results[k])
 			start = c.start
 		default:
-			res = r.results[k]
-			start, err = r.startTime(l.PID, r.files[k].Path, res)
+			start, err = r.startTime(l.PID, r.files[k].Path, r.results[k])
 		}
 		if err != nil {
-			res.Held.Close()
 			r.forget(l.PID)
 			if ok && (c.held != nil || c.pidfd != 0) && !l.Known && errors.Is(err, ErrExited) {
 				r.again = append(r.again, i)
